@@ -1,0 +1,243 @@
+// Package config loads, defaults and validates a crawlspace configuration.
+//
+// The YAML shape follows the sketch in DESIGN.md. Loading is strict: an
+// unknown key is an error, and every error names the file, line, column and
+// key path it is about, so an administrator can jump straight to it.
+package config
+
+import (
+	"time"
+)
+
+// Config is one crawlspace configuration file.
+type Config struct {
+	// Elasticsearch is nil when the file sink is used instead.
+	Elasticsearch *Elasticsearch `yaml:"elasticsearch"`
+	Output        Output         `yaml:"output"`
+	// StateDir holds the embedded state store: frontier, per-URL state, validators.
+	StateDir  string `yaml:"state_dir"`
+	UserAgent string `yaml:"user_agent"`
+	// AllowPrivateNetworks permits requests to loopback, link-local and private
+	// ranges. Off by default so a crawler inside a network cannot be steered
+	// at internal services by a link on a public page.
+	AllowPrivateNetworks bool   `yaml:"allow_private_networks"`
+	MetricsAddr          string `yaml:"metrics_addr"`
+	// Log controls the structured log (text or json).
+	Log Log `yaml:"log"`
+	// Fetch holds the limits shared by every source: global concurrency,
+	// timeouts, size caps, proxy and TLS.
+	Fetch Fetch `yaml:"fetch"`
+	// ExtraFields declares the custom document fields (named extra_*) and
+	// their Elasticsearch types; a field declared with no type is keyword.
+	ExtraFields map[string]string `yaml:"extra_fields"`
+	// AlwaysIgnoredExtensions are ignored by every source, whatever its own list says.
+	AlwaysIgnoredExtensions []string `yaml:"always_ignored_extensions"`
+	Sources                 []Source `yaml:"sources"`
+
+	// File is the path the configuration was loaded from.
+	File string `yaml:"-"`
+	// positions maps a key path such as "sources[0].exclude[2]" to where its
+	// value starts in File, for errors and for explain's rule references.
+	positions map[string]Position
+}
+
+// Elasticsearch is the target cluster. Index is an alias; documents live in a
+// versioned physical index behind it.
+type Elasticsearch struct {
+	Addresses []string `yaml:"addresses"`
+	Index     string   `yaml:"index"`
+	Username  string   `yaml:"username"`
+	Password  string   `yaml:"password"`
+	APIKey    string   `yaml:"api_key"`
+	CAFile    string   `yaml:"ca_file"`
+	// InsecureSkipVerify disables TLS certificate checks; logged loudly when set.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	Shards             int  `yaml:"shards"`
+	// Replicas is a pointer so 0 (the right value for a single node) can be told from unset.
+	Replicas *int `yaml:"replicas"`
+	// BulkFlushBytes and BulkFlushInterval bound how long a document waits in the bulk buffer.
+	BulkFlushBytes    int      `yaml:"bulk_flush_bytes"`
+	BulkFlushInterval Duration `yaml:"bulk_flush_interval"`
+	BulkWorkers       int      `yaml:"bulk_workers"`
+}
+
+// Output is the file sink, used when Elasticsearch is not configured.
+type Output struct {
+	// File receives Elasticsearch _bulk NDJSON: one action line and one source line per document.
+	File string `yaml:"file"`
+}
+
+// Log configures the structured log.
+type Log struct {
+	Format string `yaml:"format"` // text (default) or json
+	Level  string `yaml:"level"`  // debug, info (default), warn, error
+}
+
+// Fetch holds the HTTP client settings shared by every source.
+type Fetch struct {
+	// Concurrency bounds requests in flight across all sources and hosts.
+	Concurrency           int      `yaml:"concurrency"`
+	ConnectTimeout        Duration `yaml:"connect_timeout"`
+	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
+	Timeout               Duration `yaml:"timeout"`
+	MaxBodyBytes          int64    `yaml:"max_body_bytes"`
+	MaxRedirects          int      `yaml:"max_redirects"`
+	MaxLinksPerPage       int      `yaml:"max_links_per_page"`
+	Proxy                 string   `yaml:"proxy"`
+	CAFile                string   `yaml:"ca_file"`
+	InsecureSkipVerify    bool     `yaml:"insecure_skip_verify"`
+}
+
+// Source is one site or group of sites with its own crawl space.
+type Source struct {
+	Name      string   `yaml:"name"`
+	StartURLs []string `yaml:"start_urls"`
+	// Discovery false crawls only start URLs, sitemaps and feeds.
+	Discovery         *bool    `yaml:"discovery"`
+	Sitemaps          []string `yaml:"sitemaps"`
+	UseSitemaps       *bool    `yaml:"use_sitemaps"`
+	SitemapLimits     Sitemaps `yaml:"sitemap_limits"`
+	Feeds             []string `yaml:"feeds"`
+	DiscoveryInterval Duration `yaml:"discovery_interval"`
+	MaxAge            Duration `yaml:"max_age"`
+
+	StayOnStartHosts   *bool    `yaml:"stay_on_start_hosts"`
+	StayInStartDir     bool     `yaml:"stay_in_start_dir"`
+	Schemes            []string `yaml:"schemes"`
+	MaxLinkDepth       int      `yaml:"max_link_depth"`
+	MaxPathDepth       int      `yaml:"max_path_depth"`
+	MaxURLLength       int      `yaml:"max_url_length"`
+	FollowQueryStrings *bool    `yaml:"follow_query_strings"`
+	// HonoredQueryParams are kept; every other query parameter is dropped
+	// before a URL is queued. "*" keeps them all.
+	HonoredQueryParams []string `yaml:"honored_query_params"`
+	Include            []string `yaml:"include"`
+	Exclude            []string `yaml:"exclude"`
+	// IgnoredExtensions: "default" stands for the Smartsite default list.
+	IgnoredExtensions []string    `yaml:"ignored_extensions"`
+	MimeTypes         []string    `yaml:"mime_types"`
+	Rules             []string    `yaml:"rules"`
+	CrawlRules        []CrawlRule `yaml:"crawl_rules"`
+	KillExact         []string    `yaml:"kill_exact"`
+	KillPatterns      []string    `yaml:"kill_patterns"`
+	RejectList        string      `yaml:"reject_list"`
+
+	Robots     Robots     `yaml:"robots"`
+	Politeness Politeness `yaml:"politeness"`
+	Extraction Extraction `yaml:"extraction"`
+
+	// Orphans decides what happens to known pages no longer linked from
+	// anywhere: keep (default), recheck or delete.
+	Orphans string `yaml:"orphans"`
+	// MaxTemporaryErrors is how many temporary errors in a row delete a document.
+	MaxTemporaryErrors int `yaml:"max_temporary_errors"`
+	// Auth and Headers are sent only to the hosts of this source's start URLs.
+	Auth    *BasicAuth        `yaml:"auth"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Sitemaps caps the work one sitemap file may cost.
+type Sitemaps struct {
+	MaxBytes int64 `yaml:"max_bytes"`
+	MaxURLs  int   `yaml:"max_urls"`
+	MaxDepth int   `yaml:"max_depth"`
+}
+
+// CrawlRule is an Exalead-style rule: a boolean match tree and the actions
+// taken when it matches. The first matching rule of a source gives the actions.
+type CrawlRule struct {
+	Match Match `yaml:"match"`
+	// Unset actions leave the decision to the other rule forms.
+	Index    *bool             `yaml:"index"`
+	Follow   *bool             `yaml:"follow"`
+	Accept   *bool             `yaml:"accept"`
+	Ignore   bool              `yaml:"ignore"`
+	Source   string            `yaml:"source"`
+	Priority int               `yaml:"priority"`
+	AddMeta  map[string]string `yaml:"add_meta"`
+}
+
+// Match is one node of a crawl rule tree; exactly one of its fields is set.
+type Match struct {
+	And []Match `yaml:"and"`
+	Or  []Match `yaml:"or"`
+	Not *Match  `yaml:"not"`
+
+	Atom *Atom `yaml:"atom"`
+
+	// Shortcuts, as in the Exalead seed.
+	Domain  *string `yaml:"domain"`
+	Host    *string `yaml:"host"`
+	Path    *string `yaml:"path"`
+	Ext     *string `yaml:"ext"`
+	URL     *string `yaml:"url"`
+	Scheme  *string `yaml:"scheme"`
+	Query   *string `yaml:"query"`
+	InQuery *string `yaml:"inquery"`
+	Length  *Length `yaml:"length"`
+}
+
+// Atom is the generic crawl rule test.
+type Atom struct {
+	Field string `yaml:"field"` // url|scheme|host|path|query
+	Kind  string `yaml:"kind"`  // exact|prefix|suffix|inside|length
+	Norm  string `yaml:"norm"`  // none|lower|norm
+	Value string `yaml:"value"`
+}
+
+// Length tests the length of a URL part against a range such as "[30:]".
+type Length struct {
+	Field string `yaml:"field"`
+	Value string `yaml:"value"`
+}
+
+// Robots controls obedience to robots.txt and robots directives.
+type Robots struct {
+	// Obey false ignores robots.txt and meta robots; it is warned about in the log and report.
+	Obey           *bool `yaml:"obey"`
+	IgnoreNofollow bool  `yaml:"ignore_nofollow"`
+	IgnoreNoindex  bool  `yaml:"ignore_noindex"`
+}
+
+// Politeness limits the load put on each host.
+type Politeness struct {
+	Delay              Duration `yaml:"delay"`
+	MaxParallelPerHost int      `yaml:"max_parallel_per_host"`
+	ObeyCrawlDelay     *bool    `yaml:"obey_crawl_delay"`
+}
+
+// Extraction controls how a page becomes a document.
+type Extraction struct {
+	RemoveElements []string `yaml:"remove_elements"`
+	RemoveClasses  []string `yaml:"remove_classes"`
+	// MetaMappings are "metaname:extra_field" pairs; values accumulate.
+	MetaMappings []string `yaml:"meta_mappings"`
+	// TitleOrder is the order of title fallbacks: title, meta, h1, url.
+	TitleOrder   []string `yaml:"title_order"`
+	MaxBodyBytes int      `yaml:"max_body_bytes"`
+}
+
+// BasicAuth is HTTP basic authentication for a source's own hosts.
+type BasicAuth struct {
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+}
+
+// Duration is a time.Duration written as "1h30m" in YAML.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Position is a place in a configuration file.
+type Position struct {
+	Line, Column int
+}
+
+// Bool reads an optional boolean, with def when it is unset.
+func Bool(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}

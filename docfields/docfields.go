@@ -1,0 +1,43 @@
+// Package docfields is the document schema: the field names a search front
+// end relies on, their Go types and their Elasticsearch mapping.
+package docfields
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Document is one search document. System fields carry the doc_ prefix;
+// custom fields (from meta mappings and add_meta) live in Extra under
+// extra_* names and are flattened into the JSON source.
+type Document struct {
+	URL         string    `json:"doc_url"`
+	Host        string    `json:"doc_host"`
+	Path        string    `json:"doc_path"`
+	Title       string    `json:"doc_title"`
+	Description string    `json:"doc_description,omitempty"`
+	Keywords    []string  `json:"doc_keywords,omitempty"`
+	Author      []string  `json:"doc_author,omitempty"`
+	Language    string    `json:"doc_language,omitempty"`
+	Headings    []string  `json:"doc_headings,omitempty"`
+	Body        string    `json:"doc_body"`
+	ContentType string    `json:"doc_content_type"`
+	Modified    time.Time `json:"doc_modified,omitzero"`
+	Crawled     time.Time `json:"doc_crawled,omitzero"`
+	ContentHash string    `json:"doc_content_hash"`
+	Source      string    `json:"doc_source"`
+	Depth       int       `json:"doc_depth"`
+	NoSnippet   bool      `json:"doc_nosnippet"`
+	NoArchive   bool      `json:"doc_noarchive"`
+	// Extra holds extra_* fields; each may have several values.
+	Extra map[string][]string `json:"-"`
+}
+
+// ID derives the Elasticsearch _id from a normalised URL (query included).
+// A hash keeps ids short and free of characters that need escaping in
+// request paths, and is stable across runs and machines.
+func ID(normalisedURL string) string {
+	sum := sha256.Sum256([]byte(normalisedURL))
+	return hex.EncodeToString(sum[:16])
+}
