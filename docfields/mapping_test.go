@@ -1,0 +1,106 @@
+package docfields
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func props(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	mappings, ok := m["mappings"].(map[string]any)
+	if !ok {
+		t.Fatal("no mappings")
+	}
+	if mappings["dynamic"] != "strict" {
+		t.Errorf("dynamic = %v, want strict", mappings["dynamic"])
+	}
+	return mappings["properties"].(map[string]any)
+}
+
+func TestMappingTypesEveryDocumentField(t *testing.T) {
+	p := props(t, Mapping(nil))
+	want := map[string]string{
+		"doc_url": "keyword", "doc_host": "keyword", "doc_path": "keyword", "doc_title": "text",
+		"doc_description": "text", "doc_keywords": "keyword", "doc_author": "keyword",
+		"doc_language": "keyword", "doc_headings": "text", "doc_body": "text",
+		"doc_content_type": "keyword", "doc_modified": "date", "doc_crawled": "date",
+		"doc_content_hash": "keyword", "doc_source": "keyword", "doc_depth": "integer",
+		"doc_nosnippet": "boolean", "doc_noarchive": "boolean",
+	}
+	for f, typ := range want {
+		got, _ := p[f].(map[string]any)
+		if got["type"] != typ {
+			t.Errorf("%s: type %v, want %s", f, got["type"], typ)
+		}
+	}
+	if len(p) != len(want) {
+		t.Errorf("%d properties, want %d", len(p), len(want))
+	}
+	title := p["doc_title"].(map[string]any)["fields"].(map[string]any)["keyword"].(map[string]any)
+	if title["type"] != "keyword" {
+		t.Errorf("doc_title has no keyword sub-field for sorting: %v", title)
+	}
+}
+
+// Every field of the Go type must be in the mapping, or a strict index
+// rejects every document.
+func TestMappingCoversEveryJSONKeyOfADocument(t *testing.T) {
+	d := sampleDocument()
+	d.Extra = map[string][]string{"extra_category": {"x"}}
+	b, _ := json.Marshal(d)
+	var keys map[string]any
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	p := props(t, Mapping(map[string]string{"extra_category": ""}))
+	for k := range keys {
+		if _, ok := p[k]; !ok {
+			t.Errorf("JSON key %s is not mapped", k)
+		}
+	}
+}
+
+func TestMappingDeclaresExtraFieldsWithTheirTypesAndKeywordByDefault(t *testing.T) {
+	p := props(t, Mapping(map[string]string{"extra_category": "", "extra_published": "date", "extra_n": "LONG", "extra_bad": "geo_shape"}))
+	for f, typ := range map[string]string{"extra_category": "keyword", "extra_published": "date", "extra_n": "long", "extra_bad": "keyword"} {
+		if got := p[f].(map[string]any)["type"]; got != typ {
+			t.Errorf("%s: type %v, want %s", f, got, typ)
+		}
+	}
+}
+
+func TestMappingUsesOnlyTheStandardAnalyzer(t *testing.T) {
+	b, _ := json.Marshal(Mapping(map[string]string{"extra_a": "text"}))
+	s := string(b)
+	if strings.Contains(s, `"analyzer"`) || strings.Contains(s, `"analysis"`) || strings.Contains(s, "normalizer") {
+		t.Errorf("mapping depends on analysis components:\n%s", s)
+	}
+}
+
+func TestPhysicalIndexChangesWithExtraFieldsAndIsStable(t *testing.T) {
+	a := PhysicalIndex("web", map[string]string{"extra_a": "", "extra_b": "date"})
+	b := PhysicalIndex("web", map[string]string{"extra_b": "date", "extra_a": "keyword"})
+	if a != b {
+		t.Errorf("same mapping, different names: %s %s", a, b)
+	}
+	if !strings.HasPrefix(a, "web-v1-") || len(a) != len("web-v1-")+8 {
+		t.Errorf("name %q has not the form web-v1-<8 hex>", a)
+	}
+	for _, other := range []map[string]string{nil, {"extra_a": ""}, {"extra_a": "", "extra_b": "long"}} {
+		if PhysicalIndex("web", other) == a {
+			t.Errorf("extra fields %v give the same index as a different set", other)
+		}
+	}
+}
+
+func TestValidExtraName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"extra_category": true, "extra_a1_b": true, "extra_": false, "category": false,
+		"extra_Category": false, "extra_a.b": false, "extra_a-b": false, "doc_title": false,
+	} {
+		if got := ValidExtraName(name); got != want {
+			t.Errorf("ValidExtraName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
