@@ -134,6 +134,13 @@ type Source struct {
 	// Auth and Headers are sent only to the hosts of this source's start URLs.
 	Auth    *BasicAuth        `yaml:"auth"`
 	Headers map[string]string `yaml:"headers"`
+
+	// Index is the source's place in Config.Sources; SourcePath(Index) is
+	// the key path other packages hand to Config.Errorf and Config.Ref.
+	Index int `yaml:"-"`
+	// cfg is the configuration the source was loaded from, so Fingerprint
+	// can include the global keys that shape this source's crawl space.
+	cfg *Config
 }
 
 // Sitemaps caps the work one sitemap file may cost.

@@ -17,8 +17,12 @@ type Error struct {
 
 func (e *Error) Error() string {
 	loc := e.File
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Column > 0:
 		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	case e.Line > 0:
+		// YAML syntax errors come with a line but no column.
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
 	if e.Path == "" {
 		return loc + ": " + e.Msg

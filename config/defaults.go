@@ -1,0 +1,203 @@
+package config
+
+import (
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Defaults, applied after decoding to every key the file leaves out. A key
+// written with no value ("key:" or "key: ~") counts as left out. An explicit
+// empty list is kept: "honored_query_params: []" drops every query
+// parameter, "ignored_extensions: []" ignores none, "remove_elements: []"
+// removes none. Relative paths (state_dir, output.file, reject_list, both
+// ca_file keys) are resolved against the directory of the config file.
+//
+//	key                                     default
+//	user_agent                              "crawlspace/0.1 (+https://github.com/crawlspace/crawlspace)"
+//	state_dir                               .crawlspace
+//	output.file                             out/documents.ndjson, only when elasticsearch is absent
+//	log.format, log.level                   text, info
+//	elasticsearch (an empty block)          addresses [http://127.0.0.1:9200]
+//	elasticsearch.index                     web
+//	elasticsearch.shards, .replicas         1, 1 (write replicas: 0 for a single node: green, not yellow)
+//	elasticsearch.bulk_flush_bytes          5000000 (5 MB)
+//	elasticsearch.bulk_flush_interval       1s
+//	elasticsearch.bulk_workers              2
+//	fetch.concurrency                       16
+//	fetch.connect_timeout                   10s
+//	fetch.response_header_timeout           30s
+//	fetch.timeout                           60s
+//	fetch.max_body_bytes                    10485760 (10 MiB)
+//	fetch.max_redirects                     10
+//	fetch.max_links_per_page                2000
+//	extra_fields.X (no type)                keyword
+//	sources[].discovery                     true
+//	sources[].use_sitemaps                  true
+//	sources[].sitemap_limits                max_bytes 10485760 (10 MiB), max_urls 50000, max_depth 5
+//	sources[].discovery_interval            1h
+//	sources[].max_age                       48h
+//	sources[].stay_on_start_hosts           true
+//	sources[].schemes                       [http, https]
+//	sources[].max_link_depth                10
+//	sources[].max_path_depth                20
+//	sources[].max_url_length                2048
+//	sources[].follow_query_strings          true
+//	sources[].honored_query_params          [id]
+//	sources[].ignored_extensions            [default]
+//	sources[].mime_types                    [text/html, application/xhtml+xml]
+//	sources[].robots.obey                   true
+//	sources[].politeness                    delay 0s, max_parallel_per_host 2, obey_crawl_delay true
+//	sources[].extraction.remove_elements    [header, footer]
+//	sources[].extraction.remove_classes     [noindex]
+//	sources[].extraction.title_order        [title, meta, h1, url]
+//	sources[].extraction.max_body_bytes     1048576 (1 MiB)
+//	sources[].orphans                       keep
+//	sources[].max_temporary_errors          3
+//	sources[].crawl_rules[].match...length.field   path
+//
+// After Load every *bool of a source (discovery, use_sitemaps,
+// stay_on_start_hosts, follow_query_strings, robots.obey,
+// politeness.obey_crawl_delay) and elasticsearch.replicas is non-nil; only
+// the crawl rule actions index, follow and accept stay nil when unset,
+// because unset there means "this rule does not decide".
+const (
+	DefaultUserAgent = "crawlspace/0.1 (+https://github.com/crawlspace/crawlspace)"
+	DefaultStateDir  = ".crawlspace"
+	DefaultOutput    = "out/documents.ndjson"
+	DefaultESAddress = "http://127.0.0.1:9200"
+	DefaultIndex     = "web"
+)
+
+func defaultAt[T any](written func(string) bool, path string, p *T, v T) {
+	if !written(path) {
+		*p = v
+	}
+}
+
+func defaultBool(p **bool, v bool) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+func defaultList(p *[]string, v ...string) {
+	if *p == nil {
+		*p = v
+	}
+}
+
+// setDefaults fills what the file left out; written tells which key paths
+// the file gave a value, so an explicit 0 or "" is kept for validation.
+func (c *Config) setDefaults(written func(string) bool) {
+	dir := filepath.Dir(c.File)
+	defaultAt(written, "user_agent", &c.UserAgent, DefaultUserAgent)
+	defaultAt(written, "state_dir", &c.StateDir, DefaultStateDir)
+	c.StateDir = resolve(dir, c.StateDir)
+	if c.Elasticsearch == nil {
+		defaultAt(written, "output.file", &c.Output.File, DefaultOutput)
+	}
+	c.Output.File = resolve(dir, c.Output.File)
+	defaultAt(written, "log.format", &c.Log.Format, "text")
+	defaultAt(written, "log.level", &c.Log.Level, "info")
+
+	if es := c.Elasticsearch; es != nil {
+		defaultList(&es.Addresses, DefaultESAddress)
+		defaultAt(written, "elasticsearch.index", &es.Index, DefaultIndex)
+		defaultAt(written, "elasticsearch.shards", &es.Shards, 1)
+		if es.Replicas == nil {
+			one := 1
+			es.Replicas = &one
+		}
+		defaultAt(written, "elasticsearch.bulk_flush_bytes", &es.BulkFlushBytes, 5_000_000)
+		defaultAt(written, "elasticsearch.bulk_flush_interval", &es.BulkFlushInterval, Duration(time.Second))
+		defaultAt(written, "elasticsearch.bulk_workers", &es.BulkWorkers, 2)
+		es.CAFile = resolve(dir, es.CAFile)
+	}
+
+	f := &c.Fetch
+	defaultAt(written, "fetch.concurrency", &f.Concurrency, 16)
+	defaultAt(written, "fetch.connect_timeout", &f.ConnectTimeout, Duration(10*time.Second))
+	defaultAt(written, "fetch.response_header_timeout", &f.ResponseHeaderTimeout, Duration(30*time.Second))
+	defaultAt(written, "fetch.timeout", &f.Timeout, Duration(60*time.Second))
+	defaultAt(written, "fetch.max_body_bytes", &f.MaxBodyBytes, 10<<20)
+	defaultAt(written, "fetch.max_redirects", &f.MaxRedirects, 10)
+	defaultAt(written, "fetch.max_links_per_page", &f.MaxLinksPerPage, 2000)
+	f.CAFile = resolve(dir, f.CAFile)
+
+	for name, typ := range c.ExtraFields {
+		if typ == "" {
+			c.ExtraFields[name] = "keyword"
+		}
+	}
+
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		s.Index = i
+		s.cfg = c
+		s.setDefaults(SourcePath(i), written, dir)
+	}
+}
+
+func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
+	at := func(key string) string { return p + "." + key }
+	defaultBool(&s.Discovery, true)
+	defaultBool(&s.UseSitemaps, true)
+	defaultAt(written, at("sitemap_limits.max_bytes"), &s.SitemapLimits.MaxBytes, 10<<20)
+	defaultAt(written, at("sitemap_limits.max_urls"), &s.SitemapLimits.MaxURLs, 50_000)
+	defaultAt(written, at("sitemap_limits.max_depth"), &s.SitemapLimits.MaxDepth, 5)
+	defaultAt(written, at("discovery_interval"), &s.DiscoveryInterval, Duration(time.Hour))
+	defaultAt(written, at("max_age"), &s.MaxAge, Duration(48*time.Hour))
+	defaultBool(&s.StayOnStartHosts, true)
+	defaultList(&s.Schemes, "http", "https")
+	defaultAt(written, at("max_link_depth"), &s.MaxLinkDepth, 10)
+	defaultAt(written, at("max_path_depth"), &s.MaxPathDepth, 20)
+	defaultAt(written, at("max_url_length"), &s.MaxURLLength, 2048)
+	defaultBool(&s.FollowQueryStrings, true)
+	defaultList(&s.HonoredQueryParams, "id")
+	defaultList(&s.IgnoredExtensions, "default")
+	defaultList(&s.MimeTypes, "text/html", "application/xhtml+xml")
+	s.RejectList = resolve(dir, s.RejectList)
+
+	defaultBool(&s.Robots.Obey, true)
+	defaultAt(written, at("politeness.max_parallel_per_host"), &s.Politeness.MaxParallelPerHost, 2)
+	defaultBool(&s.Politeness.ObeyCrawlDelay, true)
+
+	e := &s.Extraction
+	defaultList(&e.RemoveElements, "header", "footer")
+	defaultList(&e.RemoveClasses, "noindex")
+	defaultList(&e.TitleOrder, "title", "meta", "h1", "url")
+	defaultAt(written, at("extraction.max_body_bytes"), &e.MaxBodyBytes, 1<<20)
+
+	defaultAt(written, at("orphans"), &s.Orphans, "keep")
+	defaultAt(written, at("max_temporary_errors"), &s.MaxTemporaryErrors, 3)
+
+	for j := range s.CrawlRules {
+		defaultMatch(&s.CrawlRules[j].Match, p+".crawl_rules["+strconv.Itoa(j)+"].match", written)
+	}
+}
+
+func defaultMatch(m *Match, p string, written func(string) bool) {
+	for i := range m.And {
+		defaultMatch(&m.And[i], p+".and["+strconv.Itoa(i)+"]", written)
+	}
+	for i := range m.Or {
+		defaultMatch(&m.Or[i], p+".or["+strconv.Itoa(i)+"]", written)
+	}
+	if m.Not != nil {
+		defaultMatch(m.Not, p+".not", written)
+	}
+	if m.Length != nil {
+		// Exalead's Length shortcut "specifies the length of the URL path".
+		defaultAt(written, p+".length.field", &m.Length.Field, "path")
+	}
+}
+
+// resolve makes a relative path relative to the config file's directory, so
+// a config means the same files whatever directory crawlspace starts in.
+func resolve(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}

@@ -1,0 +1,596 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+var (
+	// Source names end up in document fields, state keys and metric labels.
+	sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	extraName  = regexp.MustCompile(`^extra_[a-z0-9_]+$`)
+	// RFC 9309 product tokens: what robots.txt user-agent lines are matched against.
+	productToken = regexp.MustCompile(`^[A-Za-z_-]+$`)
+	elementName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
+	mimeType     = regexp.MustCompile(`^[a-z0-9!#$&^_.+-]+/([a-z0-9!#$&^_.+-]+|\*)$`)
+)
+
+var extraTypes = []string{"keyword", "text", "integer", "long", "float", "double", "boolean", "date"}
+
+// headers the HTTP client owns; setting them per source breaks requests.
+var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
+
+type checker struct {
+	c       *Config
+	bad     map[string]bool
+	unknown map[string]bool
+	errs    Errors
+}
+
+// check validates a defaulted config. bad holds the key paths that already
+// failed to decode; no error is added at or below them. unknown holds the
+// mappings with an unknown key.
+func (c *Config) check(bad, unknown map[string]bool) Errors {
+	k := &checker{c: c, bad: bad, unknown: unknown}
+	k.global()
+	for i := range c.Sources {
+		k.source(i)
+	}
+	return k.errs
+}
+
+func (k *checker) errorf(path, format string, args ...any) {
+	for p := path; p != ""; p = parentPath(p) {
+		if k.bad[p] {
+			return
+		}
+	}
+	// A key missing beside an unknown one is most likely that key
+	// misspelled; the unknown key's error, with its suggestion, says it.
+	if !k.has(path) && k.unknown[parentPath(path)] {
+		return
+	}
+	k.errs = append(k.errs, k.c.Errorf(path, format, args...))
+}
+
+// has reports whether path was written in the file.
+func (k *checker) has(path string) bool {
+	_, ok := k.c.positions[path]
+	return ok
+}
+
+func (k *checker) oneOf(path, v string, allowed ...string) {
+	if !slices.Contains(allowed, v) {
+		k.errorf(path, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+}
+
+func (k *checker) atLeast(path string, v, lo int64) {
+	if v < lo {
+		k.errorf(path, "must be at least %d, got %d", lo, v)
+	}
+}
+
+func (k *checker) between(path string, v, lo, hi int64) {
+	if v < lo || v > hi {
+		k.errorf(path, "must be between %d and %d, got %d", lo, hi, v)
+	}
+}
+
+func (k *checker) positive(path string, d Duration) {
+	if d <= 0 {
+		k.errorf(path, "must be longer than 0, got %s", d.D())
+	}
+}
+
+func (k *checker) nonEmpty(path, v string) bool {
+	if strings.TrimSpace(v) == "" {
+		k.errorf(path, "must not be empty")
+		return false
+	}
+	return true
+}
+
+func (k *checker) entries(path string, list []string) {
+	for i, v := range list {
+		k.nonEmpty(indexPath(path, i), v)
+	}
+}
+
+func (k *checker) readable(path, file string) {
+	if file == "" {
+		return
+	}
+	if _, err := os.Stat(file); err != nil {
+		k.errorf(path, "cannot read %s: %s", file, pathErr(err))
+	}
+}
+
+func (k *checker) global() {
+	c := k.c
+	if k.nonEmpty("user_agent", c.UserAgent) {
+		token, _, _ := strings.Cut(strings.Fields(c.UserAgent)[0], "/")
+		switch {
+		case !httpguts.ValidHeaderFieldValue(c.UserAgent):
+			k.errorf("user_agent", "holds control characters")
+		case !productToken.MatchString(token):
+			k.errorf("user_agent", "product token %q (the first word, before any /) may hold only letters, _ and -: robots.txt user-agent lines are matched against it (RFC 9309)", token)
+		}
+	}
+	k.nonEmpty("state_dir", c.StateDir)
+	if c.MetricsAddr != "" {
+		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			k.errorf("metrics_addr", "must be host:port, such as 127.0.0.1:9108 or :9108")
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			k.errorf("metrics_addr", "port %q is not a number from 0 to 65535", port)
+		}
+	}
+	k.oneOf("log.format", c.Log.Format, "text", "json")
+	k.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+
+	if c.Elasticsearch != nil {
+		k.elasticsearch(c.Elasticsearch)
+	} else if c.Output.File == "" {
+		k.errorf("output.file", "must not be empty when elasticsearch is not configured")
+	}
+
+	f := &c.Fetch
+	k.atLeast("fetch.concurrency", int64(f.Concurrency), 1)
+	k.positive("fetch.connect_timeout", f.ConnectTimeout)
+	k.positive("fetch.response_header_timeout", f.ResponseHeaderTimeout)
+	k.positive("fetch.timeout", f.Timeout)
+	k.atLeast("fetch.max_body_bytes", f.MaxBodyBytes, 1)
+	k.between("fetch.max_redirects", int64(f.MaxRedirects), 0, 100)
+	k.atLeast("fetch.max_links_per_page", int64(f.MaxLinksPerPage), 1)
+	if f.Proxy != "" {
+		// The proxy URL may carry credentials: never echo it.
+		u, err := url.Parse(f.Proxy)
+		if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "socks5", "socks5h"}, strings.ToLower(u.Scheme)) {
+			k.errorf("fetch.proxy", "must be an absolute URL with scheme http, https or socks5 and a host")
+		}
+	}
+	k.readable("fetch.ca_file", f.CAFile)
+
+	for _, name := range slices.Sorted(maps.Keys(c.ExtraFields)) {
+		p := "extra_fields." + name
+		if !extraName.MatchString(name) {
+			k.errorf(p, "field name %q must match ^extra_[a-z0-9_]+$", name)
+		}
+		k.oneOf(p, c.ExtraFields[name], extraTypes...)
+	}
+	k.extensions("always_ignored_extensions", c.AlwaysIgnoredExtensions)
+
+	if len(c.Sources) == 0 {
+		k.errorf("sources", "at least one source is required")
+	}
+}
+
+func (k *checker) elasticsearch(es *Elasticsearch) {
+	const p = "elasticsearch"
+	if len(es.Addresses) == 0 {
+		k.errorf(p+".addresses", "at least one address is required")
+	}
+	for i, a := range es.Addresses {
+		// Addresses may carry credentials (http://user:pass@host:9200): never echo them.
+		u, err := url.Parse(a)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			k.errorf(indexPath(p+".addresses", i), "must be an absolute http:// or https:// URL with a host, such as http://127.0.0.1:9200")
+		}
+	}
+	if msg := indexNameProblem(es.Index); msg != "" {
+		k.errorf(p+".index", "%s", msg)
+	}
+	k.between(p+".shards", int64(es.Shards), 1, 1024)
+	k.between(p+".replicas", int64(*es.Replicas), 0, 64)
+	k.atLeast(p+".bulk_flush_bytes", int64(es.BulkFlushBytes), 1)
+	k.positive(p+".bulk_flush_interval", es.BulkFlushInterval)
+	k.between(p+".bulk_workers", int64(es.BulkWorkers), 1, 64)
+	switch {
+	case es.Username != "" && es.Password == "":
+		k.errorf(p+".username", "password is required with username")
+	case es.Username == "" && es.Password != "":
+		k.errorf(p+".password", "username is required with password")
+	}
+	if es.APIKey != "" && (es.Username != "" || es.Password != "") {
+		k.errorf(p+".api_key", "use either api_key or username and password, not both")
+	}
+	k.readable(p+".ca_file", es.CAFile)
+}
+
+// indexNameProblem applies Elasticsearch's index naming rules, so a bad
+// name fails here rather than on the first bulk request.
+func indexNameProblem(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > 200:
+		// 255 bytes is Elasticsearch's limit; the physical index adds a version suffix.
+		return "must be at most 200 bytes"
+	case s == "." || s == "..":
+		return fmt.Sprintf("%q is not a valid index name", s)
+	case s != strings.ToLower(s):
+		return fmt.Sprintf("%q must be lower-case", s)
+	case strings.ContainsAny(s[:1], "-_+."):
+		return fmt.Sprintf("%q must not start with -, _, + or .", s)
+	case strings.ContainsAny(s, "\\/*?\"<>| ,#:"):
+		return fmt.Sprintf("%q must not contain spaces or any of \\ / * ? \" < > | , # :", s)
+	}
+	return ""
+}
+
+func (k *checker) extensions(path string, list []string) {
+	for i, e := range list {
+		ip := indexPath(path, i)
+		if k.nonEmpty(ip, e) && strings.ContainsAny(e, "/ \t?#") {
+			k.errorf(ip, "%q is not a file extension", e)
+		}
+	}
+}
+
+func (k *checker) source(i int) {
+	c := k.c
+	s := &c.Sources[i]
+	p := SourcePath(i)
+	at := func(key string) string { return p + "." + key }
+
+	switch {
+	case s.Name == "":
+		k.errorf(at("name"), "is required")
+	case !sourceName.MatchString(s.Name):
+		k.errorf(at("name"), "%q may hold only letters, digits, _, - and . (at most 64, starting with a letter or digit): it is used in document fields and metrics", s.Name)
+	default:
+		for j := range i {
+			if c.Sources[j].Name == s.Name {
+				k.errorf(at("name"), "duplicate source name %q; first used at line %d", s.Name, c.Pos(SourcePath(j)+".name").Line)
+				break
+			}
+		}
+	}
+
+	if len(s.Schemes) == 0 {
+		k.errorf(at("schemes"), "at least one scheme is required")
+	}
+	for j, sc := range s.Schemes {
+		sp := indexPath(at("schemes"), j)
+		k.oneOf(sp, sc, "http", "https")
+		if slices.Contains(s.Schemes[:j], sc) {
+			k.errorf(sp, "%q is listed twice", sc)
+		}
+	}
+	if len(s.StartURLs) == 0 {
+		k.errorf(at("start_urls"), "at least one start URL is required")
+	}
+	for j, u := range s.StartURLs {
+		k.url(indexPath(at("start_urls"), j), u, s.Schemes)
+	}
+	for j, u := range s.Sitemaps {
+		k.url(indexPath(at("sitemaps"), j), u, []string{"http", "https"})
+	}
+	for j, u := range s.Feeds {
+		k.url(indexPath(at("feeds"), j), u, []string{"http", "https"})
+	}
+	k.positive(at("discovery_interval"), s.DiscoveryInterval)
+	k.positive(at("max_age"), s.MaxAge)
+	k.atLeast(at("sitemap_limits.max_bytes"), s.SitemapLimits.MaxBytes, 1)
+	k.atLeast(at("sitemap_limits.max_urls"), int64(s.SitemapLimits.MaxURLs), 1)
+	k.between(at("sitemap_limits.max_depth"), int64(s.SitemapLimits.MaxDepth), 0, 20)
+
+	k.atLeast(at("max_link_depth"), int64(s.MaxLinkDepth), 0)
+	k.atLeast(at("max_path_depth"), int64(s.MaxPathDepth), 0)
+	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, 1<<20)
+	for j, q := range s.HonoredQueryParams {
+		qp := indexPath(at("honored_query_params"), j)
+		if k.nonEmpty(qp, q) && strings.ContainsAny(q, "=&?# ") {
+			k.errorf(qp, "%q is not a query parameter name", q)
+		}
+	}
+	k.patterns(at("include"), s.Include)
+	k.patterns(at("exclude"), s.Exclude)
+	k.patterns(at("kill_patterns"), s.KillPatterns)
+	k.entries(at("kill_exact"), s.KillExact)
+	k.extensions(at("ignored_extensions"), s.IgnoredExtensions)
+	if len(s.MimeTypes) == 0 {
+		k.errorf(at("mime_types"), "at least one MIME type is required, or nothing would be indexed")
+	}
+	for j, m := range s.MimeTypes {
+		if !mimeType.MatchString(strings.ToLower(m)) {
+			k.errorf(indexPath(at("mime_types"), j), "%q is not a MIME type such as text/html", m)
+		}
+	}
+	for j, r := range s.Rules {
+		if _, err := ParseRuleLine(r); err != nil {
+			k.errorf(indexPath(at("rules"), j), "%v", err)
+		}
+	}
+	for j := range s.CrawlRules {
+		k.crawlRule(s, indexPath(at("crawl_rules"), j), &s.CrawlRules[j])
+	}
+
+	if s.Politeness.Delay < 0 {
+		k.errorf(at("politeness.delay"), "must not be negative, got %s", s.Politeness.Delay.D())
+	}
+	k.between(at("politeness.max_parallel_per_host"), int64(s.Politeness.MaxParallelPerHost), 1, 64)
+
+	e := &s.Extraction
+	for j, el := range e.RemoveElements {
+		if !elementName.MatchString(el) {
+			k.errorf(indexPath(at("extraction.remove_elements"), j), "%q is not an HTML element name", el)
+		}
+	}
+	for j, cl := range e.RemoveClasses {
+		cp := indexPath(at("extraction.remove_classes"), j)
+		if k.nonEmpty(cp, cl) && strings.ContainsAny(cl, " \t\n.") {
+			k.errorf(cp, "%q is not a single class name (no spaces or dots)", cl)
+		}
+	}
+	for j, mm := range e.MetaMappings {
+		k.metaMapping(indexPath(at("extraction.meta_mappings"), j), mm)
+	}
+	if len(e.TitleOrder) == 0 {
+		k.errorf(at("extraction.title_order"), "at least one title source is required (title, meta, h1, url)")
+	}
+	for j, t := range e.TitleOrder {
+		tp := indexPath(at("extraction.title_order"), j)
+		k.oneOf(tp, t, "title", "meta", "h1", "url")
+		if slices.Contains(e.TitleOrder[:j], t) {
+			k.errorf(tp, "%q is listed twice", t)
+		}
+	}
+	k.atLeast(at("extraction.max_body_bytes"), int64(e.MaxBodyBytes), 1)
+
+	k.oneOf(at("orphans"), s.Orphans, "keep", "recheck", "delete")
+	k.between(at("max_temporary_errors"), int64(s.MaxTemporaryErrors), 1, 1000)
+
+	if s.Auth != nil {
+		switch {
+		case s.Auth.Username == "":
+			k.errorf(at("auth.username"), "is required with auth")
+		case strings.Contains(s.Auth.Username, ":"):
+			k.errorf(at("auth.username"), "must not contain a colon (basic auth separates it from the password with one)")
+		}
+		if s.Auth.Password == "" {
+			k.errorf(at("auth.password"), "is required with auth")
+		}
+	}
+	k.headers(at("headers"), s)
+}
+
+// url checks a start, sitemap or feed URL. Credentials belong in auth, where
+// they are kept to the source's hosts and out of logs and document ids.
+func (k *checker) url(path, raw string, schemes []string) {
+	if !k.nonEmpty(path, raw) {
+		return
+	}
+	if strings.TrimSpace(raw) != raw {
+		k.errorf(path, "has leading or trailing spaces")
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		k.errorf(path, "is not a valid URL: %v", err)
+		return
+	}
+	switch {
+	case u.Scheme == "":
+		k.errorf(path, "%q is not an absolute URL; start it with http:// or https://", raw)
+	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
+		k.errorf(path, "scheme %q is not allowed here (schemes: %s)", u.Scheme, strings.Join(schemes, ", "))
+	case u.User != nil:
+		k.errorf(path, "must not carry credentials; use the source's auth block")
+	case u.Opaque != "" || u.Hostname() == "":
+		k.errorf(path, "%q has no host", raw)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		k.errorf(path, "%q has a fragment (#...), which never reaches the server; remove it", raw)
+	}
+}
+
+func (k *checker) patterns(path string, list []string) {
+	for i, v := range list {
+		ip := indexPath(path, i)
+		if k.nonEmpty(ip, v) && strings.HasPrefix(v, "regexp:") && strings.TrimSpace(v[len("regexp:"):]) == "" {
+			k.errorf(ip, "regexp: needs a pattern after it")
+		}
+	}
+}
+
+func (k *checker) metaMapping(path, mm string) {
+	meta, field, ok := SplitMetaMapping(mm)
+	if !ok {
+		k.errorf(path, "%q must be metaname:extra_field, such as category:extra_category", mm)
+		return
+	}
+	if !extraName.MatchString(field) {
+		if _, declared := k.c.ExtraFields["extra_"+field]; declared {
+			k.errorf(path, "field %q must be named extra_*; did you mean %q?", field, meta+":extra_"+field)
+		} else {
+			k.errorf(path, "field %q must be named extra_* (^extra_[a-z0-9_]+$)", field)
+		}
+		return
+	}
+	if _, declared := k.c.ExtraFields[field]; !declared {
+		k.errorf(path, "field %s is not declared in extra_fields (add \"%s: keyword\" there)", field, field)
+	}
+}
+
+func (k *checker) headers(path string, s *Source) {
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		hp := path + "." + name
+		canon := strings.ToLower(name)
+		switch {
+		case !httpguts.ValidHeaderFieldName(name):
+			k.errorf(hp, "%q is not a valid HTTP header name", name)
+		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, name) }):
+			k.errorf(hp, "%s is set by the HTTP client and cannot be configured", name)
+		case seen[canon] != "":
+			k.errorf(hp, "header %s is set twice (also as %s); header names are case-insensitive", name, seen[canon])
+		case canon == "authorization" && s.Auth != nil:
+			k.errorf(hp, "conflicts with auth; use one or the other")
+		case !httpguts.ValidHeaderFieldValue(s.Headers[name]):
+			// The value may be a token: never echo it.
+			k.errorf(hp, "value holds a line break or another control character")
+		}
+		seen[canon] = name
+	}
+}
+
+func (k *checker) crawlRule(s *Source, p string, r *CrawlRule) {
+	if !k.has(p + ".match") {
+		k.errorf(p, "match is required")
+	} else {
+		k.match(p+".match", &r.Match)
+	}
+	k.between(p+".priority", int64(r.Priority), -2, 2)
+	if r.Ignore {
+		for _, a := range []struct {
+			key string
+			set *bool
+		}{{"index", r.Index}, {"follow", r.Follow}, {"accept", r.Accept}} {
+			if a.set != nil && *a.set {
+				k.errorf(p+"."+a.key, "contradicts ignore: true (ignore means no index, no follow)")
+			}
+		}
+	}
+	acted := false
+	for _, key := range []string{"index", "follow", "accept", "ignore", "source", "priority", "add_meta"} {
+		acted = acted || k.has(p+"."+key)
+	}
+	if !acted && !k.unknown[p] {
+		k.errorf(p, "no action: give one or more of index, follow, accept, ignore, source, priority, add_meta")
+	}
+	if k.has(p+".source") && k.c.SourceByName(r.Source) == nil {
+		names := make([]string, len(k.c.Sources))
+		for i := range k.c.Sources {
+			names[i] = k.c.Sources[i].Name
+		}
+		k.errorf(p+".source", "no source is named %q (sources: %s)", r.Source, strings.Join(names, ", "))
+	}
+	if r.AddMeta != nil {
+		full := make(map[string]string, len(r.AddMeta))
+		for _, key := range slices.Sorted(maps.Keys(r.AddMeta)) {
+			kp := p + ".add_meta." + key
+			field := AddMetaField(key)
+			_, declared := k.c.ExtraFields[field]
+			_, dup := full[field]
+			switch {
+			case !extraName.MatchString(field):
+				k.errorf(kp, "%q does not name an extra field (^extra_[a-z0-9_]+$, or the part after extra_)", key)
+			case !declared:
+				k.errorf(kp, "field %s is not declared in extra_fields (add \"%s: keyword\" there)", field, field)
+			case dup:
+				k.errorf(kp, "field %s is set twice (as %s and %s)", field, strings.TrimPrefix(field, "extra_"), field)
+			default:
+				full[field] = r.AddMeta[key]
+			}
+		}
+		r.AddMeta = full
+	}
+}
+
+var matchOps = []string{"and", "or", "not", "atom", "domain", "host", "path", "ext", "url", "scheme", "query", "inquery", "length"}
+
+func (k *checker) match(p string, m *Match) {
+	set := []bool{m.And != nil, m.Or != nil, m.Not != nil, m.Atom != nil, m.Domain != nil, m.Host != nil,
+		m.Path != nil, m.Ext != nil, m.URL != nil, m.Scheme != nil, m.Query != nil, m.InQuery != nil, m.Length != nil}
+	var ops []string
+	for i, ok := range set {
+		if ok {
+			ops = append(ops, matchOps[i])
+		}
+	}
+	switch len(ops) {
+	case 0:
+		if !k.unknown[p] {
+			k.errorf(p, "empty match: give one of %s", strings.Join(matchOps, ", "))
+		}
+		return
+	case 1:
+	default:
+		k.errorf(p, "has %d operators (%s); a match node takes exactly one: put them in a list under and", len(ops), strings.Join(ops, ", "))
+		return
+	}
+	switch {
+	case m.And != nil:
+		k.matchList(p+".and", m.And)
+	case m.Or != nil:
+		k.matchList(p+".or", m.Or)
+	case m.Not != nil:
+		k.match(p+".not", m.Not)
+	case m.Atom != nil:
+		k.atom(p+".atom", m.Atom)
+	case m.Domain != nil:
+		if k.nonEmpty(p+".domain", *m.Domain) && strings.ContainsAny(*m.Domain, "/:") {
+			k.errorf(p+".domain", "%q is not a domain name; write the host name only, such as example.com", *m.Domain)
+		}
+	case m.Host != nil:
+		if k.nonEmpty(p+".host", *m.Host) && strings.Contains(*m.Host, "/") {
+			k.errorf(p+".host", "%q is not a host name; write it without scheme or path", *m.Host)
+		}
+	case m.Path != nil:
+		k.nonEmpty(p+".path", *m.Path)
+	case m.Ext != nil:
+		k.nonEmpty(p+".ext", *m.Ext)
+	case m.URL != nil:
+		k.nonEmpty(p+".url", *m.URL)
+	case m.Scheme != nil:
+		k.oneOf(p+".scheme", *m.Scheme, "http", "https")
+	case m.Query != nil:
+		// An empty exact query is meaningful: the URL has no query.
+	case m.InQuery != nil:
+		k.nonEmpty(p+".inquery", *m.InQuery)
+	case m.Length != nil:
+		k.oneOf(p+".length.field", m.Length.Field, "url", "scheme", "host", "path", "query")
+		if _, _, err := ParseLengthRange(m.Length.Value); err != nil {
+			k.errorf(p+".length.value", "%v", err)
+		}
+	}
+}
+
+func (k *checker) matchList(p string, list []Match) {
+	if len(list) == 0 {
+		k.errorf(p, "needs at least one match node")
+	}
+	for i := range list {
+		k.match(indexPath(p, i), &list[i])
+	}
+}
+
+func (k *checker) atom(p string, a *Atom) {
+	fields := []string{"url", "scheme", "host", "path", "query"}
+	kinds := []string{"exact", "prefix", "suffix", "inside", "length"}
+	if a.Field == "" {
+		k.errorf(p+".field", "is required: one of %s", strings.Join(fields, ", "))
+	} else {
+		k.oneOf(p+".field", a.Field, fields...)
+	}
+	if a.Kind == "" {
+		k.errorf(p+".kind", "is required: one of %s", strings.Join(kinds, ", "))
+	} else {
+		k.oneOf(p+".kind", a.Kind, kinds...)
+	}
+	if a.Norm != "" {
+		k.oneOf(p+".norm", a.Norm, "none", "lower", "norm")
+	}
+	switch a.Kind {
+	case "length":
+		if _, _, err := ParseLengthRange(a.Value); err != nil {
+			k.errorf(p+".value", "%v", err)
+		}
+	case "prefix", "suffix", "inside":
+		k.nonEmpty(p+".value", a.Value)
+	}
+}
