@@ -1,0 +1,69 @@
+package urlnorm
+
+import "strings"
+
+// Parts are the components of a normalised URL, as substrings of it.
+type Parts struct {
+	Scheme string
+	// Host is the host name, or an IPv6 literal without its brackets.
+	Host string
+	// Port is the explicit port, "" when the scheme's default applies.
+	Port string
+	// Path starts with "/".
+	Path string
+	// Query is what follows "?", without it; "" when there is none.
+	Query string
+}
+
+// Split cuts a URL that Normalize produced into its parts without
+// allocating. It trusts its input: it checks only the scheme://host/ shape
+// and reports false when that is missing.
+func Split(s string) (Parts, bool) {
+	var p Parts
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return p, false
+	}
+	p.Scheme = s[:i]
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	host := rest[:end]
+	rest = rest[end:]
+	if strings.HasPrefix(host, "[") {
+		j := strings.IndexByte(host, ']')
+		if j < 0 {
+			return p, false
+		}
+		p.Host = host[1:j]
+		if strings.HasPrefix(host[j+1:], ":") {
+			p.Port = host[j+2:]
+		}
+	} else if j := strings.LastIndexByte(host, ':'); j >= 0 {
+		p.Host, p.Port = host[:j], host[j+1:]
+	} else {
+		p.Host = host
+	}
+	if p.Host == "" {
+		return p, false
+	}
+	p.Path = rest
+	if j := strings.IndexByte(rest, '?'); j >= 0 {
+		p.Path, p.Query = rest[:j], rest[j+1:]
+	}
+	if p.Path == "" {
+		p.Path = "/"
+	}
+	return p, true
+}
+
+// EffectivePort is the port the URL's requests go to: the explicit one or
+// the scheme's default.
+func (p Parts) EffectivePort() string {
+	if p.Port != "" {
+		return p.Port
+	}
+	return DefaultPort(p.Scheme)
+}

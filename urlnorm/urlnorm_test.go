@@ -1,0 +1,309 @@
+package urlnorm
+
+import (
+	"errors"
+	"net/url"
+	"testing"
+)
+
+func TestNormalizeGivesOneSpellingPerPage(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://example.com/", "http://example.com/"},
+		{"HTTP://Example.COM/Path", "http://example.com/Path"},
+		{"http://example.com", "http://example.com/"},
+		{"http://example.com:80/a", "http://example.com/a"},
+		{"https://example.com:443/a", "https://example.com/a"},
+		{"http://example.com:443/a", "http://example.com:443/a"},
+		{"http://example.com:/a", "http://example.com/a"},
+		{"http://example.com:0080/a", "http://example.com/a"},
+		{"http://example.com:08080/a", "http://example.com:8080/a"},
+		{"http://user:secret@example.com/a", "http://example.com/a"},
+		{"http://example.com/a#frag", "http://example.com/a"},
+		{"http://example.com/a?b=1#frag", "http://example.com/a?b=1"},
+		{"http://example.com/a/./b/../c", "http://example.com/a/c"},
+		{"http://example.com/a/b/..", "http://example.com/a/"},
+		{"http://example.com/a/.", "http://example.com/a/"},
+		{"http://example.com/../../a", "http://example.com/a"},
+		{"http://example.com/a/%2e%2E/b", "http://example.com/b"},
+		{"http://example.com/a//b/", "http://example.com/a//b/"},
+		{"http://example.com/%7Euser/%41", "http://example.com/~user/A"},
+		{"http://example.com/a%2fb", "http://example.com/a%2Fb"},
+		{"http://example.com/a%2Fb%3f", "http://example.com/a%2Fb%3F"},
+		{"http://example.com/my docs/", "http://example.com/my%20docs/"},
+		{"http://example.com/café", "http://example.com/caf%C3%A9"},
+		{"http://example.com/100%", "http://example.com/100%25"},
+		{"http://example.com/%zz", "http://example.com/%25zz"},
+		{"http://example.com/a<b>", "http://example.com/a%3Cb%3E"},
+		{"http://example.com/a;p=1,2:@!$'()*+", "http://example.com/a;p=1,2:@!$'()*+"},
+		{"http://example.com\\a\\b", "http://example.com/a/b"},
+		{"  http://example.com/a\n\tb  ", "http://example.com/ab"},
+		{"http://example.com/?", "http://example.com/"},
+		{"http://example.com/?&&", "http://example.com/"},
+		{"http://example.com/?b=2&a=1", "http://example.com/?a=1&b=2"},
+		{"http://example.com/?b=2&a=1&b=1", "http://example.com/?a=1&b=2&b=1"},
+		{"http://example.com/?q=a+b&x=%7e&y=%2f", "http://example.com/?q=a+b&x=~&y=%2F"},
+		{"http://example.com/?a=[1]|{}", "http://example.com/?a=%5B1%5D%7C%7B%7D"},
+		{"http://example.com/?a=/b?c", "http://example.com/?a=/b?c"},
+		{"http://bücher.example/", "http://xn--bcher-kva.example/"},
+		{"http://B%C3%BCcher.example/", "http://xn--bcher-kva.example/"},
+		{"http://[2001:DB8:0:1:0:0:0:1]/", "http://[2001:db8:0:1::1]/"},
+		{"http://[2001:db8:0:1::1]:8080", "http://[2001:db8:0:1::1]:8080/"},
+		{"http://[::ffff:10.0.0.1]/", "http://[::ffff:10.0.0.1]/"},
+		{"http://10.0.0.1:80/", "http://10.0.0.1/"},
+		{"http://my_host.intranet/", "http://my_host.intranet/"},
+		{"ftp://files.example.com", "ftp://files.example.com/"},
+		{"ftp://files.example.com:21/x", "ftp://files.example.com/x"},
+		{"gopher://example.com:70/", "gopher://example.com:70/"},
+	} {
+		got, err := Normalize(tc.in)
+		if err != nil {
+			t.Errorf("Normalize(%q): %v", tc.in, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("Normalize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		again, err := Normalize(got)
+		if err != nil || again != got {
+			t.Errorf("Normalize(%q) = %q, %v: not idempotent", got, again, err)
+		}
+	}
+}
+
+func TestNormalizeRejectsWhatCannotBeCrawled(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want error
+	}{
+		{"", ErrEmpty},
+		{"   ", ErrEmpty},
+		{"/relative/path", ErrRelative},
+		{"www.ibm.com", ErrRelative},
+		{"mailto:someone@example.com", ErrOpaque},
+		{"javascript:void(0)", ErrOpaque},
+		{"data:text/plain,hi", ErrOpaque},
+		{"http:/example.com/", ErrOpaque},
+		{"http://", ErrHost},
+		{"http:///path", ErrHost},
+		{"http://exa mple.com/", ErrHost},
+		{"http://example.com:port/", ErrPort},
+		{"http://example.com:99999/", ErrPort},
+		{"http://example.com:0/", ErrPort},
+		{"http://[::1/", ErrHost},
+		{"http://[fe80::1%25eth0]/", ErrHost},
+		{"http://[10.0.0.1]/", ErrHost},
+		{"http://xn--/", ErrHost},
+	} {
+		got, err := Normalize(tc.in)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("Normalize(%q) = %q, %v; want error %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestNormalizeAlreadyNormalisedDoesNotAllocate(t *testing.T) {
+	in := "http://www.example.com/docs/guide/index.html?id=12&page=3"
+	allocs := testing.AllocsPerRun(100, func() {
+		if s, err := Normalize(in); err != nil || s != in {
+			t.Fatal(s, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Normalize of a normalised URL allocated %v times", allocs)
+	}
+}
+
+// The examples of RFC 3986 section 5.4, except the opaque "g:h" and
+// "http:g" (not hierarchical, so errors here) and with "//g" given its "/".
+func TestResolveFollowsRFC3986Examples(t *testing.T) {
+	base, _ := url.Parse("http://a/b/c/d;p?q")
+	for ref, want := range map[string]string{
+		"g": "http://a/b/c/g", "./g": "http://a/b/c/g", "g/": "http://a/b/c/g/",
+		"/g": "http://a/g", "//g": "http://g/", "?y": "http://a/b/c/d;p?y",
+		"g?y": "http://a/b/c/g?y", "#s": "http://a/b/c/d;p?q", "g#s": "http://a/b/c/g",
+		"g?y#s": "http://a/b/c/g?y", ";x": "http://a/b/c/;x", "g;x": "http://a/b/c/g;x",
+		"g;x?y#s": "http://a/b/c/g;x?y", "": "http://a/b/c/d;p?q", ".": "http://a/b/c/",
+		"./": "http://a/b/c/", "..": "http://a/b/", "../": "http://a/b/",
+		"../g": "http://a/b/g", "../..": "http://a/", "../../": "http://a/",
+		"../../g":    "http://a/g",
+		"../../../g": "http://a/g", "../../../../g": "http://a/g", "/./g": "http://a/g",
+		"/../g": "http://a/g", "g.": "http://a/b/c/g.", ".g": "http://a/b/c/.g",
+		"g..": "http://a/b/c/g..", "..g": "http://a/b/c/..g", "./../g": "http://a/b/g",
+		"./g/.": "http://a/b/c/g/", "g/./h": "http://a/b/c/g/h", "g/../h": "http://a/b/c/h",
+		"g;x=1/./y": "http://a/b/c/g;x=1/y", "g;x=1/../y": "http://a/b/c/y",
+		"g?y/./x": "http://a/b/c/g?y/./x", "g?y/../x": "http://a/b/c/g?y/../x",
+		"g#s/./x": "http://a/b/c/g", "g#s/../x": "http://a/b/c/g",
+		"HTTPS://Other.Example:443/x": "https://other.example/x",
+	} {
+		got, err := Resolve(base, ref)
+		if err != nil {
+			t.Errorf("Resolve(%q): %v", ref, err)
+			continue
+		}
+		if got != want {
+			t.Errorf("Resolve(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+func TestResolveRelativeToPagesWithoutDirectory(t *testing.T) {
+	for _, tc := range []struct{ base, ref, want string }{
+		{"http://a", "g", "http://a/g"},
+		{"http://a/page", "other", "http://a/other"},
+		{"http://A:80/x/y", "../z?b=2&a=1", "http://a/z?a=1&b=2"},
+		{"https://a/x/", "\\y\\z", "https://a/y/z"},
+	} {
+		base, _ := url.Parse(tc.base)
+		if got, err := Resolve(base, tc.ref); err != nil || got != tc.want {
+			t.Errorf("Resolve(%q, %q) = %q, %v; want %q", tc.base, tc.ref, got, err, tc.want)
+		}
+	}
+}
+
+func TestResolveSkipsLinksThatAreNotPages(t *testing.T) {
+	base, _ := url.Parse("http://a/b/")
+	for _, ref := range []string{"mailto:x@a", "javascript:void(0)", "tel:+123", "data:,x"} {
+		if got, err := Resolve(base, ref); err == nil {
+			t.Errorf("Resolve(%q) = %q, want an error", ref, got)
+		}
+	}
+}
+
+func TestQueryFilterEndsEndlessCalendars(t *testing.T) {
+	n := New([]string{"id"})
+	for in, want := range map[string]string{
+		"http://site/calendar?year=2018&month=11&day=8": "http://site/calendar",
+		"http://site/item?id=12345":                     "http://site/item?id=12345",
+		"http://site/item?nr=7&ID=12345&sort=asc":       "http://site/item?ID=12345",
+	} {
+		if got, err := n.Normalize(in); err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	base, _ := url.Parse("http://site/calendar?year=2018&month=11&day=8")
+	if got, _ := n.Resolve(base, "?year=2018&month=11&day=9"); got != "http://site/calendar" {
+		t.Errorf("the calendar's next day resolved to %q, want the calendar itself", got)
+	}
+	more := New([]string{"id", "nr"})
+	if got, _ := more.Normalize("http://site/item?nr=7&id=1&day=8"); got != "http://site/item?id=1&nr=7" {
+		t.Errorf("extra honored parameter: got %q", got)
+	}
+	if got, _ := New(nil).Normalize("http://site/item?id=1"); got != "http://site/item" {
+		t.Errorf("an empty honored list must drop every parameter, got %q", got)
+	}
+	if got, _ := New([]string{"*"}).Normalize("http://site/?z=1&a=2"); got != "http://site/?a=2&z=1" {
+		t.Errorf(`"*" must keep every parameter, got %q`, got)
+	}
+}
+
+func TestSortingManyParametersKeepsThemAll(t *testing.T) {
+	in := "http://s/?t=1&s=1&r=1&q=1&p=1&o=1&n=1&m=1&l=1&k=1&j=1&i=1&h=1&g=1&f=1&e=1&d=1&c=1&b=1&a=1&a=0"
+	want := "http://s/?a=1&a=0&b=1&c=1&d=1&e=1&f=1&g=1&h=1&i=1&j=1&k=1&l=1&m=1&n=1&o=1&p=1&q=1&r=1&s=1&t=1"
+	if got, err := Normalize(in); err != nil || got != want {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
+
+func TestSplitCutsNormalisedURLs(t *testing.T) {
+	for in, want := range map[string]Parts{
+		"http://a.example/x/y?q=1":     {Scheme: "http", Host: "a.example", Path: "/x/y", Query: "q=1"},
+		"https://a.example:8443/":      {Scheme: "https", Host: "a.example", Port: "8443", Path: "/"},
+		"http://[2001:db8::1]:8080/p":  {Scheme: "http", Host: "2001:db8::1", Port: "8080", Path: "/p"},
+		"http://[2001:db8::1]/?a=b:c/": {Scheme: "http", Host: "2001:db8::1", Path: "/", Query: "a=b:c/"},
+	} {
+		got, ok := Split(in)
+		if !ok || got != want {
+			t.Errorf("Split(%q) = %+v, %v; want %+v", in, got, ok, want)
+		}
+	}
+	if p, _ := Split("https://a.example/"); p.EffectivePort() != "443" {
+		t.Errorf("effective port of https: %q", p.EffectivePort())
+	}
+	if _, ok := Split("not a url"); ok {
+		t.Error("Split accepted a string without scheme://host")
+	}
+}
+
+func TestEscapeMakesHandWrittenPatternsComparable(t *testing.T) {
+	for in, want := range map[string]string{
+		"/my docs/café":            "/my%20docs/caf%C3%A9",
+		"search?date=":             "search?date=",
+		"/%7euser/%2f":             "/~user/%2F",
+		"http://[2001:db8::1]/a b": "http://[2001:db8::1]/a%20b",
+		"filter[]=":                "filter%5B%5D=",
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{
+		"http://example.com/a/../b?z=1&a=2#f", "HTTP://[::1]:80/%7e", "http://bücher.de/ä?x",
+		"https://a/b/./c/%2e%2e/d", "http://a:0/", "http://a/?&&=&", "http://a\\b\\..\\c",
+	} {
+		f.Add(s)
+	}
+	n := New([]string{"id", "page"})
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, norm := range []*Normalizer{keepAll, n} {
+			got, err := norm.Normalize(raw)
+			if err != nil {
+				return
+			}
+			again, err := norm.Normalize(got)
+			if err != nil || again != got {
+				t.Fatalf("not idempotent: %q -> %q -> %q, %v", raw, got, again, err)
+			}
+			for i := 0; i < len(got); i++ {
+				if got[i] <= ' ' || got[i] >= 0x7f || got[i] == '#' {
+					t.Fatalf("%q -> %q: byte %q left raw", raw, got, got[i])
+				}
+			}
+			p, ok := Split(got)
+			if !ok || p.Path == "" || p.Path[0] != '/' {
+				t.Fatalf("%q -> %q: Split gave %+v, %v", raw, got, p, ok)
+			}
+			u, err := url.Parse(got)
+			if err != nil || u.Scheme != p.Scheme || u.RawQuery != p.Query {
+				t.Fatalf("%q -> %q: net/url reads %+v, %v", raw, got, u, err)
+			}
+		}
+	})
+}
+
+func BenchmarkNormalize(b *testing.B) {
+	for _, bc := range []struct{ name, in string }{
+		{"normalised", "http://www.example.com/docs/guide/index.html?id=12&page=3"},
+		{"typical", "HTTP://WWW.Example.com:80/docs/./guide/../guide/index.html?page=3&id=12#top"},
+		{"escapes", "http://www.example.com/my docs/caf%c3%a9/%7euser/a%2fb?q=a b&x=%7e"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Normalize(bc.in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("resolve", func(b *testing.B) {
+		base, _ := url.Parse("http://www.example.com/docs/guide/index.html")
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Resolve(base, "../api/reference.html?b=2&a=1#x"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("calendar-filter", func(b *testing.B) {
+		n := New([]string{"id"})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := n.Normalize("http://site/calendar?year=2018&month=11&day=8&id=3"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
