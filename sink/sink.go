@@ -1,0 +1,46 @@
+// Package sink writes documents where searches can find them: an
+// Elasticsearch index behind an alias, or a file of _bulk NDJSON actions.
+//
+// A sink reports the outcome of every write through a callback, so the
+// crawler can count creates, updates and deletes and keep a document that was
+// not acknowledged until it is.
+package sink
+
+import (
+	"context"
+
+	"github.com/crawlspace/crawlspace/docfields"
+)
+
+// Outcome is what happened to one write.
+type Outcome string
+
+const (
+	Created  Outcome = "created"
+	Updated  Outcome = "updated"
+	Deleted  Outcome = "deleted"
+	NotFound Outcome = "not_found" // a delete of a document the index did not hold
+	Written  Outcome = "written"   // the file sink cannot tell creates from updates
+	Failed   Outcome = "failed"    // rejected for good, with a reason; never retried
+)
+
+// Result is the acknowledgement of one write.
+type Result struct {
+	ID      string
+	URL     string
+	Delete  bool
+	Outcome Outcome
+	Status  int    // HTTP status of the item, 0 for the file sink
+	Reason  string // why it failed, when it did
+}
+
+// Sink receives documents and deletions. Index and Delete may return before
+// the write is acknowledged; Flush waits until everything handed over so far
+// has an outcome. Implementations are safe for concurrent use.
+type Sink interface {
+	Index(ctx context.Context, doc *docfields.Document) error
+	Delete(ctx context.Context, id, url string) error
+	Flush(ctx context.Context) error
+	// Close flushes, makes the writes visible to searches and releases resources.
+	Close(ctx context.Context) error
+}
