@@ -181,11 +181,7 @@ func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsear
 }
 
 func (s *Elasticsearch) Index(ctx context.Context, doc *docfields.Document) error {
-	body, err := json.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", doc.URL, err)
-	}
-	return s.add(ctx, "index", docfields.ID(doc.URL), doc.URL, body)
+	return s.add(ctx, "index", docfields.ID(doc.URL), doc.URL, doc.AppendJSON(nil))
 }
 
 func (s *Elasticsearch) Delete(ctx context.Context, id, url string) error {

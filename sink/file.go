@@ -23,6 +23,7 @@ type File struct {
 	f   *os.File
 	w   *bufio.Writer
 	enc *json.Encoder
+	buf []byte // reused for document lines
 }
 
 // NewFile creates (truncates) path; index names the target alias in the actions.
@@ -53,7 +54,8 @@ func (s *File) Index(_ context.Context, doc *docfields.Document) error {
 	if err := s.enc.Encode(map[string]bulkMeta{"index": {Index: s.index, ID: id}}); err != nil {
 		return fmt.Errorf("file sink: %w", err)
 	}
-	if err := s.enc.Encode(doc); err != nil {
+	s.buf = append(doc.AppendJSON(s.buf[:0]), '\n')
+	if _, err := s.w.Write(s.buf); err != nil {
 		return fmt.Errorf("file sink: %w", err)
 	}
 	s.onResult(Result{ID: id, URL: doc.URL, Outcome: Written})

@@ -1,0 +1,267 @@
+package sink_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/sink"
+)
+
+type results struct {
+	mu  sync.Mutex
+	all []sink.Result
+}
+
+func (r *results) add(res sink.Result) {
+	r.mu.Lock()
+	r.all = append(r.all, res)
+	r.mu.Unlock()
+}
+
+func (r *results) outcomes() []sink.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]sink.Outcome, len(r.all))
+	for i, res := range r.all {
+		out[i] = res.Outcome
+	}
+	return out
+}
+
+func zero() *int { z := 0; return &z }
+
+func esConfig(addr, index string) *config.Elasticsearch {
+	return &config.Elasticsearch{Addresses: []string{addr}, Index: index, Replicas: zero(), BulkWorkers: 1}
+}
+
+func doc(u, title string) *docfields.Document {
+	return &docfields.Document{URL: u, Title: title, Body: "body of " + title, ContentType: "text/html", Source: "test"}
+}
+
+func getJSON(t *testing.T, u string, v any) int {
+	t.Helper()
+	res, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if v != nil && res.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res.StatusCode
+}
+
+func TestElasticsearchSinkCreatesUpdatesAndDeletesByURLDerivedID(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	var got results
+	ctx := context.Background()
+	s, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://example.test/a"
+	steps := []func() error{
+		func() error { return s.Index(ctx, doc(u, "first")) },
+		func() error { return s.Index(ctx, doc(u, "second")) },
+		func() error { return s.Delete(ctx, docfields.ID(u), u) },
+		func() error { return s.Delete(ctx, docfields.ID(u), u) },
+		func() error { return s.Index(ctx, doc(u+"?id=2", "kept")) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		// Flush after each step so the outcomes come back in order.
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []sink.Outcome{sink.Created, sink.Updated, sink.Deleted, sink.NotFound, sink.Created}
+	if got := got.outcomes(); !slices.Equal(got, want) {
+		t.Fatalf("outcomes %v, want %v", got, want)
+	}
+	var hit struct {
+		Source docfields.Document `json:"_source"`
+	}
+	if code := getJSON(t, esURL+"/"+index+"/_doc/"+docfields.ID(u+"?id=2"), &hit); code != http.StatusOK {
+		t.Fatalf("GET the kept document through the alias: %d", code)
+	}
+	if hit.Source.Title != "kept" || hit.Source.URL != u+"?id=2" {
+		t.Errorf("kept document reads back as %+v", hit.Source)
+	}
+	var aliases map[string]any
+	getJSON(t, esURL+"/_alias/"+index, &aliases)
+	if _, ok := aliases[s.PhysicalIndex()]; !ok || len(aliases) != 1 {
+		t.Errorf("alias %s points at %v, want only %s", index, aliases, s.PhysicalIndex())
+	}
+}
+
+func TestElasticsearchSinkReportsAMappingConflictWithElasticsearchsReason(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	var got results
+	ctx := context.Background()
+	// The mapping is strict: a field it does not declare is rejected.
+	s, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), map[string]string{"extra_price": "integer"}, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := doc("http://example.test/bad", "bad")
+	bad.Extra = map[string][]string{"extra_undeclared": {"x"}}
+	if err := s.Index(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Index(ctx, doc("http://example.test/good", "good")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var failed *sink.Result
+	for i, r := range got.all {
+		if r.URL == bad.URL {
+			failed = &got.all[i]
+		}
+	}
+	if failed == nil || failed.Outcome != sink.Failed || failed.Status != http.StatusBadRequest || !strings.Contains(failed.Reason, "extra_undeclared") {
+		t.Fatalf("want the bad document failed with a 400 naming extra_undeclared, got %+v", failed)
+	}
+	if len(got.all) != 2 {
+		t.Errorf("want one outcome per document, got %+v", got.all)
+	}
+}
+
+// TestElasticsearchSinkRetriesThroughAnOutage puts a proxy in front of the
+// real node that fails the first bulk requests the ways an outage does (a
+// dropped connection, a 429 for one item) and checks every document still
+// lands exactly once.
+func TestElasticsearchSinkRetriesThroughAnOutage(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	target, _ := url.Parse(esURL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var bulks atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/_bulk") {
+			switch bulks.Add(1) {
+			case 1: // the node is gone: the connection drops without an answer
+				hj, _ := w.(http.Hijacker)
+				conn, _, _ := hj.Hijack()
+				conn.Close()
+				return
+			case 2: // the node is overloaded: a 503 for the whole request
+				io.Copy(io.Discard, r.Body)
+				http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+
+	var got results
+	ctx := context.Background()
+	s, err := sink.NewElasticsearch(ctx, esConfig(front.URL, index), nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		if err := s.Index(ctx, doc("http://example.test/p"+string(rune('a'+i)), "p")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := bulks.Load(); b < 3 {
+		t.Fatalf("want the documents retried after two failed bulk requests, saw %d bulk requests", b)
+	}
+	outs := got.outcomes()
+	if len(outs) != n {
+		t.Fatalf("want %d outcomes, got %d: %v", n, len(outs), outs)
+	}
+	for _, o := range outs {
+		if o != sink.Created {
+			t.Fatalf("want every document created once, got %v", outs)
+		}
+	}
+	var count struct {
+		Count int `json:"count"`
+	}
+	getJSON(t, esURL+"/"+index+"/_count", &count)
+	if count.Count != n {
+		t.Errorf("index holds %d documents, want %d", count.Count, n)
+	}
+}
+
+func TestElasticsearchSinkMovesTheAliasFromAnOlderPhysicalIndexInOneStep(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	ctx := context.Background()
+	old, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A new extra field is a new mapping, hence a new physical index.
+	next, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), map[string]string{"extra_section": ""}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.PhysicalIndex() == old.PhysicalIndex() {
+		t.Fatal("a changed mapping kept the physical index name")
+	}
+	if err := next.Index(ctx, doc("http://example.test/x", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var aliases map[string]any
+	getJSON(t, esURL+"/_alias/"+index, &aliases)
+	if _, ok := aliases[next.PhysicalIndex()]; !ok || len(aliases) != 1 {
+		t.Errorf("alias %s points at %v, want only %s", index, aliases, next.PhysicalIndex())
+	}
+}
+
+func TestElasticsearchSinkRefusesAConcreteIndexNamedLikeTheAlias(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	req, _ := http.NewRequest(http.MethodPut, esURL+"/"+index, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	ctx := context.Background()
+	s, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "concrete index") {
+		t.Fatalf("want an error explaining the concrete index, got %v", err)
+	}
+}
