@@ -1,0 +1,723 @@
+// Package frontier is crawlspace's embedded, crash-safe URL frontier and
+// per-URL state store, with politeness-aware scheduling.
+//
+// Every URL ever queued has one Record, keyed by its normalised URL, in a
+// bbolt file under the state directory. Waiting URLs also have an entry in a
+// per-host, per-class queue, so a host's next URL is one cursor seek and
+// memory holds only scheduling state for hosts with work, never a map of
+// URLs. Each state change is a durable transaction; a lease (a URL handed to
+// a worker) is memory only, so a killed crawl finds its leased URLs still
+// Waiting on the next Open, and everything completed stays completed.
+//
+// Scheduling: a host (scheme://host:port) gets at most HostPolicy.MaxParallel
+// leases at once and no new lease until HostPolicy.Delay after each
+// completion or until a Backoff ends. Ready hosts are served round robin, so
+// a host with a million URLs cannot starve one with three. Within a host the
+// (class, shift) queues are served by stride scheduling in proportion to
+// their weights (see Weight): deterministic, and no queue with work starves.
+package frontier
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	// ErrDone is returned by Next when nothing is waiting and nothing is in
+	// flight: the cycle's work is finished.
+	ErrDone = errors.New("frontier: nothing waiting or in flight")
+	// ErrClosed is returned by every method once Close has been called.
+	ErrClosed = errors.New("frontier: closed")
+	// ErrNotFound is returned for a URL the store does not know.
+	ErrNotFound = errors.New("frontier: URL not found")
+	// ErrLeased is returned when a change would take a URL away from the
+	// worker it is leased to.
+	ErrLeased = errors.New("frontier: URL is leased")
+)
+
+var (
+	bucketURLs    = []byte("u") // URL → record
+	bucketQueue   = []byte("q") // host id | level | seq → URL
+	bucketHosts   = []byte("h") // host key → host id
+	bucketPending = []byte("p") // URL → nothing, for records with Pending set
+	bucketMeta    = []byte("m") // internal counters
+	bucketKV      = []byte("kv")
+
+	keyCycle  = []byte("cycle")
+	keyFormat = []byte("format")
+)
+
+const formatVersion = 1
+
+// HostPolicy is the politeness applied to one host.
+type HostPolicy struct {
+	// MaxParallel is the number of leases a host may have at once; 0 means 1.
+	MaxParallel int
+	// Delay is the pause after each completed request before the next one
+	// starts (config delay, or robots.txt Crawl-delay when larger).
+	Delay time.Duration
+}
+
+// Options configure Open.
+type Options struct {
+	// Policy returns the politeness for a host key ("scheme://host[:port]").
+	// It is called when a host becomes active and after every completion,
+	// so a Crawl-delay learned from robots.txt takes effect at once. It must
+	// be fast and must not call the Frontier. Nil means MaxParallel 2, no delay.
+	Policy func(hostKey string) HostPolicy
+	// Now is the clock; nil means time.Now. Tests inject their own.
+	Now func() time.Time
+	// Bolt overrides the tuned bbolt options; for measurements only.
+	Bolt *bolt.Options
+}
+
+// DefaultBoltOptions are the bbolt settings Open uses. Syncs stay on (a
+// crash must not lose an acknowledged change); the hashmap freelist stays
+// fast as the file fragments, the freelist is rebuilt on open rather than
+// written on every commit, and a large initial mapping avoids remaps, which
+// stall writers behind long readers.
+func DefaultBoltOptions() *bolt.Options {
+	return &bolt.Options{
+		Timeout:         2 * time.Second,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true,
+		InitialMmapSize: 1 << 30,
+	}
+}
+
+// Frontier is the store and scheduler. Its methods are safe for concurrent use.
+type Frontier struct {
+	db     *bolt.DB
+	policy func(string) HostPolicy
+	now    func() time.Time
+	cycle  atomic.Uint64
+
+	// closeMu orders senders on ops against Close closing it.
+	closeMu       sync.RWMutex
+	closed        bool
+	shut          atomic.Bool
+	ops           chan *op
+	committerDone chan struct{}
+
+	// mu guards the scheduling state below. It is never held while waiting
+	// for a write transaction, and write transactions take it only briefly,
+	// never across their commit.
+	mu      sync.Mutex
+	hosts   map[string]*host
+	ready   hostList
+	timers  hostHeap
+	leases  map[string]*Lease // leased URLs, and URLs claimed by a change in progress
+	working int               // real leases in flight
+	busy    int               // hosts with a non-empty queue hint
+	garbage [][]byte          // stale queue keys to delete in the next write
+	wake    chan struct{}
+	quit    chan struct{}
+}
+
+// Open opens or creates the store in dir.
+func Open(dir string, opt Options) (*Frontier, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	bo := opt.Bolt
+	if bo == nil {
+		bo = DefaultBoltOptions()
+	}
+	path := filepath.Join(dir, "frontier.db")
+	db, err := bolt.Open(path, 0o600, bo)
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("frontier: %s is in use by another process", path)
+		}
+		return nil, fmt.Errorf("frontier: %w", err)
+	}
+	f := &Frontier{
+		db:            db,
+		policy:        opt.Policy,
+		now:           opt.Now,
+		ops:           make(chan *op, maxBatch),
+		committerDone: make(chan struct{}),
+		hosts:         make(map[string]*host),
+		leases:        make(map[string]*Lease),
+		wake:          make(chan struct{}),
+		quit:          make(chan struct{}),
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	if f.policy == nil {
+		f.policy = func(string) HostPolicy { return HostPolicy{MaxParallel: 2} }
+	}
+	if err := f.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go f.committer()
+	return f, nil
+}
+
+func (f *Frontier) init() error {
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket(bucketMeta)
+		if v := m.Get(keyFormat); v == nil {
+			if err := m.Put(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion)); err != nil {
+				return err
+			}
+		} else if len(v) != 8 || binary.BigEndian.Uint64(v) != formatVersion {
+			return fmt.Errorf("frontier: unsupported store format %x", v)
+		}
+		if v := m.Get(keyCycle); len(v) == 8 {
+			f.cycle.Store(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return f.rebuild()
+}
+
+// rebuild finds the hosts with queued URLs: one seek per non-empty
+// (host, level) queue, not a scan of the queue.
+func (f *Frontier) rebuild() error {
+	now := f.now()
+	return f.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketQueue).Cursor()
+		var seek [qkeyLen]byte
+		for k, v := c.First(); k != nil; {
+			if len(k) != qkeyLen {
+				return fmt.Errorf("frontier: corrupt queue key %x", k)
+			}
+			id, lvl, _ := parseQKey(k)
+			key := HostKey(string(v))
+			h := f.hosts[key]
+			if h == nil {
+				h = f.newHost(key)
+			}
+			h.id = id
+			f.activate(h, lvl)
+			if int(lvl)+1 < numLevels {
+				k, v = c.Seek(putQKey(seek[:0], id, lvl+1, 0))
+			} else {
+				k, v = c.Seek(putQKey(seek[:0], id+1, 0, 0))
+			}
+		}
+		for _, h := range f.hosts {
+			f.place(h, now)
+		}
+		return nil
+	})
+}
+
+// Close waits for pending writes, wakes blocked Next calls and closes the
+// store. Leases still held are lost, which leaves their URLs Waiting.
+func (f *Frontier) Close() error {
+	f.closeMu.Lock()
+	if f.closed {
+		f.closeMu.Unlock()
+		return nil
+	}
+	f.closed = true
+	f.shut.Store(true)
+	close(f.ops)
+	f.closeMu.Unlock()
+	<-f.committerDone
+	f.mu.Lock()
+	close(f.quit)
+	f.mu.Unlock()
+	return f.db.Close()
+}
+
+// Cycle is the current discovery cycle.
+func (f *Frontier) Cycle() uint64 { return f.cycle.Load() }
+
+// BeginCycle starts a new discovery cycle and returns its number. In the new
+// cycle, Add requeues known URLs given again as Start items.
+func (f *Frontier) BeginCycle() (uint64, error) {
+	var n uint64
+	err := f.write(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		n = 1
+		if v := m.Get(keyCycle); len(v) == 8 {
+			n = binary.BigEndian.Uint64(v) + 1
+		}
+		return m.Put(keyCycle, binary.BigEndian.AppendUint64(nil, n))
+	})
+	if err != nil {
+		return 0, err
+	}
+	f.cycle.Store(n)
+	return n, nil
+}
+
+func readCycle(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket(bucketMeta).Get(keyCycle); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// HostKey returns the scheduling key of a URL, "scheme://host[:port]" as
+// written in the (normalised) URL, or "" when it is not absolute.
+func HostKey(url string) string {
+	i := strings.Index(url, "://")
+	if i <= 0 {
+		return ""
+	}
+	rest := url[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if end == 0 {
+		return ""
+	}
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		return url[:i+3] + rest[at+1:end]
+	}
+	return url[:i+3+end]
+}
+
+func (it *Item) validate() error {
+	switch {
+	case HostKey(it.URL) == "":
+		return fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
+	case len(it.URL) > bolt.MaxKeySize:
+		return fmt.Errorf("frontier: URL of %d bytes is too long", len(it.URL))
+	case it.Class >= numClasses:
+		return fmt.Errorf("frontier: %s: bad class %d", it.URL, it.Class)
+	case it.Shift < MinShift || it.Shift > MaxShift:
+		return fmt.Errorf("frontier: %s: priority shift %d out of [%d, %d]", it.URL, it.Shift, MinShift, MaxShift)
+	case it.Depth < 0:
+		return fmt.Errorf("frontier: %s: negative depth", it.URL)
+	}
+	return nil
+}
+
+// Add queues the items that are new in one transaction and returns how many
+// were queued. A URL already known keeps its state, whatever it is (FDSE:
+// the original state takes precedence); only a Start item given again in a
+// later cycle than the one its URL was last queued in is queued again. A
+// known URL's SeenCycle is brought up to date, and a newer sitemap Lastmod
+// is kept.
+func (f *Frontier) Add(items ...Item) (int, error) {
+	for i := range items {
+		if err := items[i].validate(); err != nil {
+			return 0, err
+		}
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	var (
+		added int
+		eff   effects
+	)
+	err := f.write(func(tx *bolt.Tx) error {
+		added = 0
+		eff.reset()
+		w := newWtx(tx)
+		cur := w.cycle
+		var rec Record
+		for i := range items {
+			it := &items[i]
+			key := w.bytes(it.URL)
+			v := w.u.Get(key)
+			if v == nil {
+				rec = Record{Item: *it, Cycle: cur, SeenCycle: cur}
+				if err := w.enqueue(&rec, key, &eff); err != nil {
+					return err
+				}
+				added++
+				continue
+			}
+			if err := decodeRecord(it.URL, v, &rec, false); err != nil {
+				return fmt.Errorf("%w: %s", err, it.URL)
+			}
+			requeue := it.Class == Start && rec.Cycle < cur && rec.State != Waiting
+			newer := it.Lastmod.After(rec.Lastmod)
+			if !requeue && !newer && rec.SeenCycle >= cur {
+				continue
+			}
+			if err := decodeRecord(it.URL, v, &rec, true); err != nil {
+				return fmt.Errorf("%w: %s", err, it.URL)
+			}
+			rec.SeenCycle = cur
+			if newer {
+				rec.Lastmod = it.Lastmod
+			}
+			if !requeue {
+				if err := w.put(key, &rec, rec.Pending != ""); err != nil {
+					return err
+				}
+				continue
+			}
+			rec.Class, rec.Shift, rec.Depth = Start, it.Shift, it.Depth
+			rec.State, rec.Reason, rec.Cycle = Waiting, "", cur
+			if err := w.enqueue(&rec, key, &eff); err != nil {
+				return err
+			}
+			added++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	f.applyQueued(&eff)
+	return added, nil
+}
+
+// Get returns a URL's record; InFlight when it is leased.
+func (f *Frontier) Get(url string) (Record, bool, error) {
+	if f.shut.Load() {
+		return Record{}, false, ErrClosed
+	}
+	var (
+		rec   Record
+		found bool
+	)
+	err := f.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketURLs).Get([]byte(url))
+		if v == nil {
+			return nil
+		}
+		found = true
+		return decodeRecord(url, v, &rec, true)
+	})
+	if err != nil || !found {
+		return Record{}, false, err
+	}
+	f.mu.Lock()
+	if l := f.leases[url]; l != nil && !l.claim {
+		rec.State = InFlight
+	}
+	f.mu.Unlock()
+	return rec, true, nil
+}
+
+// Update changes a URL's record in one durable transaction; fn may run more
+// than once and must not call the Frontier. Bookkeeping fields (DocID,
+// Indexed, Pending, Target, validators…) can always change. The state can
+// change too, except for a leased URL (it reads InFlight and must stay so,
+// or ErrLeased is returned); a URL set to Waiting is queued at the tail of
+// its class, and one taken out of Waiting leaves its queue. The URL cannot
+// change. ErrNotFound is returned for an unknown URL; fn's error is
+// returned as is and nothing changes.
+func (f *Frontier) Update(url string, fn func(*Record) error) error {
+	var (
+		eff effects
+		res error // a refusal: nothing was written, the batch need not roll back
+	)
+	cl := claims{f: f}
+	err := f.write(func(tx *bolt.Tx) error {
+		eff.reset()
+		res = nil
+		w := newWtx(tx)
+		key := w.bytes(url)
+		v := w.u.Get(key)
+		if v == nil {
+			res = ErrNotFound
+			return nil
+		}
+		var old Record
+		if err := decodeRecord(url, v, &old, true); err != nil {
+			return err
+		}
+		rec := old
+		leased := old.State == Waiting && !cl.take(w, &old)
+		if leased {
+			rec.State = InFlight
+		}
+		if res = fn(&rec); res != nil {
+			return nil
+		}
+		rec.URL, rec.qseq = url, old.qseq
+		if res = rec.Item.validate(); res != nil {
+			return nil
+		}
+		if leased {
+			if rec.State != InFlight {
+				res = ErrLeased
+				return nil
+			}
+			rec.State = Waiting
+			return w.put(key, &rec, old.Pending != "")
+		}
+		if rec.State >= numStates || rec.State == InFlight {
+			res = fmt.Errorf("frontier: %s: cannot set state %s", url, rec.State)
+			return nil
+		}
+		moved := old.State == Waiting && rec.State == Waiting && level(rec.Class, rec.Shift) != level(old.Class, old.Shift)
+		if old.State == Waiting && (rec.State != Waiting || moved) {
+			if err := w.dequeue(&old); err != nil {
+				return err
+			}
+		}
+		if rec.State == Waiting && (old.State != Waiting || moved) {
+			return w.enqueueHad(&rec, key, &eff, old.Pending != "")
+		}
+		if rec.State != Waiting {
+			rec.qseq = 0
+		}
+		return w.put(key, &rec, old.Pending != "")
+	})
+	cl.release()
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		return res
+	}
+	f.applyQueued(&eff)
+	return nil
+}
+
+// Delete forgets a URL (Exalead: the status of a URL in permanent error is
+// removed, and only a new link brings it back). A leased URL is not deleted.
+func (f *Frontier) Delete(url string) error {
+	var res error
+	cl := claims{f: f}
+	err := f.write(func(tx *bolt.Tx) error {
+		res = nil
+		w := newWtx(tx)
+		key := w.bytes(url)
+		v := w.u.Get(key)
+		if v == nil {
+			res = ErrNotFound
+			return nil
+		}
+		var old Record
+		if err := decodeRecord(url, v, &old, false); err != nil {
+			return err
+		}
+		if old.State == Waiting {
+			if !cl.take(w, &old) {
+				res = ErrLeased
+				return nil
+			}
+			if err := w.dequeue(&old); err != nil {
+				return err
+			}
+		}
+		if err := w.p.Delete(key); err != nil {
+			return err
+		}
+		return w.u.Delete(key)
+	})
+	cl.release()
+	if err != nil {
+		return err
+	}
+	return res
+}
+
+// GetMeta returns a value stored with PutMeta (for example a source's
+// config fingerprint), nil when absent.
+func (f *Frontier) GetMeta(key string) ([]byte, error) {
+	if f.shut.Load() {
+		return nil, ErrClosed
+	}
+	var out []byte
+	err := f.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketKV).Get([]byte(key)); v != nil {
+			out = append([]byte{}, v...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PutMeta durably stores a small value under key; a nil value deletes it.
+func (f *Frontier) PutMeta(key string, value []byte) error {
+	k, v := []byte(key), append([]byte{}, value...)
+	return f.write(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		if value == nil {
+			return b.Delete(k)
+		}
+		return b.Put(k, v)
+	})
+}
+
+// wtx is one op's view of a write transaction. Keys and values handed to
+// bbolt must stay valid until the commit, so they are cut from an arena that
+// is never overwritten: when append reallocates it, earlier slices keep the
+// old array alive.
+type wtx struct {
+	u, q, h, p *bolt.Bucket
+	cycle      uint64
+	arena      []byte
+	lastHost   string
+	lastID     uint32
+}
+
+func newWtx(tx *bolt.Tx) *wtx {
+	return &wtx{
+		u: tx.Bucket(bucketURLs), q: tx.Bucket(bucketQueue),
+		h: tx.Bucket(bucketHosts), p: tx.Bucket(bucketPending),
+		cycle: readCycle(tx),
+		arena: make([]byte, 0, 1024),
+	}
+}
+
+func (w *wtx) bytes(s string) []byte {
+	n := len(w.arena)
+	w.arena = append(w.arena, s...)
+	return w.arena[n:len(w.arena):len(w.arena)]
+}
+
+// put stores rec under key and keeps the pending index in step.
+func (w *wtx) put(key []byte, rec *Record, hadPending bool) error {
+	n := len(w.arena)
+	w.arena = appendRecord(w.arena, rec)
+	if err := w.u.Put(key, w.arena[n:len(w.arena):len(w.arena)]); err != nil {
+		return err
+	}
+	switch {
+	case rec.Pending != "" && !hadPending:
+		return w.p.Put(key, nil)
+	case rec.Pending == "" && hadPending:
+		return w.p.Delete(key)
+	}
+	return nil
+}
+
+func (w *wtx) hostID(hostKey string, create bool) (uint32, bool, error) {
+	if hostKey == w.lastHost && w.lastHost != "" {
+		return w.lastID, true, nil
+	}
+	if v := w.h.Get([]byte(hostKey)); len(v) == 4 {
+		w.lastHost, w.lastID = hostKey, binary.BigEndian.Uint32(v)
+		return w.lastID, true, nil
+	}
+	if !create {
+		return 0, false, nil
+	}
+	seq, err := w.h.NextSequence()
+	if err != nil {
+		return 0, false, err
+	}
+	if seq > 1<<32-1 {
+		return 0, false, errors.New("frontier: out of host ids")
+	}
+	id := uint32(seq)
+	n := len(w.arena)
+	w.arena = binary.BigEndian.AppendUint32(w.arena, id)
+	if err := w.h.Put(w.bytes(hostKey), w.arena[n:n+4:n+4]); err != nil {
+		return 0, false, err
+	}
+	w.lastHost, w.lastID = hostKey, id
+	return id, true, nil
+}
+
+// enqueue stores rec as Waiting at the tail of its host's queue for its
+// class and shift, and notes the queue in eff for the scheduler.
+func (w *wtx) enqueue(rec *Record, key []byte, eff *effects) error {
+	return w.enqueueHad(rec, key, eff, false)
+}
+
+func (w *wtx) enqueueHad(rec *Record, key []byte, eff *effects, hadPending bool) error {
+	hk := HostKey(rec.URL)
+	id, _, err := w.hostID(hk, true)
+	if err != nil {
+		return err
+	}
+	seq, err := w.q.NextSequence()
+	if err != nil {
+		return err
+	}
+	lvl := level(rec.Class, rec.Shift)
+	n := len(w.arena)
+	w.arena = putQKey(w.arena, id, lvl, seq)
+	if err := w.q.Put(w.arena[n:len(w.arena):len(w.arena)], key); err != nil {
+		return err
+	}
+	rec.State, rec.qseq = Waiting, seq
+	eff.add(hk, id, lvl)
+	return w.put(key, rec, hadPending)
+}
+
+// dequeue removes a Waiting record's queue entry.
+func (w *wtx) dequeue(rec *Record) error {
+	id, ok, err := w.hostID(HostKey(rec.URL), false)
+	if err != nil || !ok {
+		return err
+	}
+	var k [qkeyLen]byte
+	return w.q.Delete(putQKey(k[:0], id, level(rec.Class, rec.Shift), rec.qseq))
+}
+
+// Queue keys: host id (4 bytes), level (1), sequence (8), big-endian so a
+// host's queues are contiguous and each is in FIFO order.
+const qkeyLen = 13
+
+func putQKey(b []byte, id uint32, lvl uint8, seq uint64) []byte {
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = append(b, lvl)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+func parseQKey(k []byte) (uint32, uint8, uint64) {
+	return binary.BigEndian.Uint32(k), k[4], binary.BigEndian.Uint64(k[5:])
+}
+
+// effects collects the queues an op filled, applied to the scheduler once
+// the op is committed.
+type effects struct {
+	q   []queued
+	idx map[string]int
+}
+
+type queued struct {
+	key  string
+	id   uint32
+	mask uint32
+}
+
+func (e *effects) reset() {
+	e.q = e.q[:0]
+	clear(e.idx)
+}
+
+func (e *effects) add(key string, id uint32, lvl uint8) {
+	if n := len(e.q); n > 0 && e.q[n-1].key == key {
+		e.q[n-1].mask |= 1 << lvl
+		return
+	}
+	if e.idx == nil && len(e.q) >= 8 {
+		e.idx = make(map[string]int, 16)
+		for i, q := range e.q {
+			e.idx[q.key] = i
+		}
+	}
+	if e.idx != nil {
+		if i, ok := e.idx[key]; ok {
+			e.q[i].mask |= 1 << lvl
+			return
+		}
+		e.idx[key] = len(e.q)
+	} else {
+		for i := range e.q {
+			if e.q[i].key == key {
+				e.q[i].mask |= 1 << lvl
+				return
+			}
+		}
+	}
+	e.q = append(e.q, queued{key: key, id: id, mask: 1 << lvl})
+}

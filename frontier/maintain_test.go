@@ -1,0 +1,341 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNextWaitsForWorkAndReportsTheEndOfTheCycle(t *testing.T) {
+	f := openTest(t, "", Options{})
+	ctx := context.Background()
+	if _, err := f.Next(ctx); !errors.Is(err, ErrDone) {
+		t.Fatalf("Next on an empty frontier = %v, want ErrDone", err)
+	}
+	mustAdd(t, f, Item{URL: "http://a.test/"})
+	l, err := f.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With a lease in flight the cycle is not over: the page may have links.
+	got := make(chan string, 2)
+	go func() {
+		for {
+			l, err := f.Next(ctx)
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- l.Item().URL
+			l.Complete(Outcome{State: Fetched})
+		}
+	}()
+	mustAdd(t, f, Item{URL: "http://b.test/link"})
+	if u := <-got; u != "http://b.test/link" {
+		t.Errorf("blocked Next returned %q, want the added link", u)
+	}
+	mustComplete(t, l, Outcome{State: Fetched})
+	if e := <-got; e != ErrDone.Error() {
+		t.Errorf("after the last completion Next returned %q", e)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	mustAdd(t, f, Item{URL: "http://c.test/"})
+	held, _ := f.Next(ctx)
+	go cancel()
+	if _, err := f.Next(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Next after cancel = %v", err)
+	}
+	held.Release()
+}
+
+func TestNextWakesWhenADelayEnds(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, 20*time.Millisecond)})
+	mustAdd(t, f, urlsOf("a.test", 2)...)
+	l, err := f.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, l, Outcome{State: Fetched})
+	done := time.Now()
+	if l, err = f.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(done) < 20*time.Millisecond {
+		t.Error("the second lease did not wait for the host's delay")
+	}
+	l.Release()
+}
+
+func TestReleasedLeaseIsLeasedAgain(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, time.Hour)})
+	mustAdd(t, f, urlsOf("a.test", 2)...)
+	l := mustLease(t, f)
+	first := l.Item().URL
+	l.Release()
+	if again := mustLease(t, f); again.Item().URL != first {
+		t.Errorf("after Release leased %s, want %s again without a delay", again.Item().URL, first)
+	}
+}
+
+func TestRequeueErrorsClearsTheErrorCacheOfOneSource(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(10, 0)})
+	mustAdd(t, f,
+		Item{URL: "http://a.test/1", Source: "a", Class: IndexOnly},
+		Item{URL: "http://a.test/2", Source: "a"},
+		Item{URL: "http://b.test/1", Source: "b"})
+	for range 3 {
+		l := mustLease(t, f)
+		if l.Item().URL == "http://a.test/2" {
+			mustComplete(t, l, Outcome{State: Fetched})
+		} else {
+			mustComplete(t, l, Outcome{State: Error, Reason: "http 404", Status: 404})
+		}
+	}
+	n, err := f.RequeueErrors("a")
+	if err != nil || n != 1 {
+		t.Fatalf("RequeueErrors = %d, %v; want 1", n, err)
+	}
+	r := mustGet(t, f, "http://a.test/1")
+	if r.State != Waiting || r.Class != IndexOnly || r.ErrCount != 1 || r.Reason != "" {
+		t.Errorf("requeued record %+v", r)
+	}
+	if got := fetchAll(t, f); len(got) != 1 || got[0] != "http://a.test/1" {
+		t.Errorf("leased %v after clearing source a's errors", got)
+	}
+	if r := mustGet(t, f, "http://b.test/1"); r.State != Error {
+		t.Errorf("other source's error became %s", r.State)
+	}
+}
+
+func TestDropExcludesQueuedURLsButLeavesLeasedAndDoneOnes(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(10, 0)})
+	mustAdd(t, f, Item{URL: "http://a.test/calendar/1"}, Item{URL: "http://a.test/calendar/2"},
+		Item{URL: "http://a.test/calendar/3"}, Item{URL: "http://a.test/keep"})
+	leased := mustLease(t, f) // calendar/1
+	fetched := mustLease(t, f)
+	mustComplete(t, fetched, Outcome{State: Fetched}) // calendar/2
+	n, err := f.Drop(func(r Record) (bool, string) {
+		return strings.Contains(r.URL, "/calendar/"), "reject list: /calendar/"
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("Drop = %d, %v; want 1", n, err)
+	}
+	if r := mustGet(t, f, "http://a.test/calendar/3"); r.State != Excluded || r.Reason != "reject list: /calendar/" {
+		t.Errorf("dropped URL: %s %q", r.State, r.Reason)
+	}
+	if r := mustGet(t, f, leased.Item().URL); r.State != InFlight {
+		t.Errorf("leased URL became %s", r.State)
+	}
+	if r := mustGet(t, f, fetched.Item().URL); r.State != Fetched {
+		t.Errorf("fetched URL became %s", r.State)
+	}
+	mustComplete(t, leased, Outcome{State: Fetched})
+	if got := fetchAll(t, f); len(got) != 1 || got[0] != "http://a.test/keep" {
+		t.Errorf("leased %v after Drop, want only /keep", got)
+	}
+}
+
+func TestRequeueDueQueuesOldAndSitemapChangedURLsAsRefresh(t *testing.T) {
+	clk := newClock()
+	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+	mustAdd(t, f, Item{URL: "http://a.test/old", Source: "a"})
+	fetchAll(t, f)
+	clk.Advance(48 * time.Hour)
+	mustAdd(t, f, Item{URL: "http://a.test/new", Source: "a"}, Item{URL: "http://a.test/changed", Source: "a"},
+		Item{URL: "http://a.test/err", Source: "a"}, Item{URL: "http://b.test/old", Source: "b"})
+	for range 4 {
+		l := mustLease(t, f)
+		if l.Item().URL == "http://a.test/err" {
+			mustComplete(t, l, Outcome{State: Error, Reason: "http 500", Status: 500})
+		} else {
+			mustComplete(t, l, Outcome{State: Fetched})
+		}
+	}
+	clk.Advance(time.Hour)
+	mustAdd(t, f, Item{URL: "http://a.test/changed", Lastmod: clk.Now()}) // sitemap says: changed since
+	clk.Advance(time.Hour)
+	n, err := f.RequeueDue("a", clk.Now().Add(-24*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("RequeueDue = %d, %v; want 2 (old, changed)", n, err)
+	}
+	for _, u := range []string{"http://a.test/old", "http://a.test/changed"} {
+		if r := mustGet(t, f, u); r.State != Waiting || r.Class != Refresh {
+			t.Errorf("%s: %s %s", u, r.State, r.Class)
+		}
+	}
+	clk.Advance(48 * time.Hour)
+	if n, _ := f.RequeueDue("a", clk.Now().Add(-24*time.Hour)); n != 2 {
+		t.Errorf("second RequeueDue = %d, want the error and the new page", n)
+	}
+	if r := mustGet(t, f, "http://b.test/old"); r.State != Fetched {
+		t.Errorf("other source requeued: %s", r.State)
+	}
+}
+
+func TestUpdateKeepsQueueAndRecordInStep(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(10, 0)})
+	mustAdd(t, f, urlsOf("a.test", 3)...)
+	u0, u1, u2 := "http://a.test/p/0", "http://a.test/p/1", "http://a.test/p/2"
+	leased := mustLease(t, f) // p/0
+
+	// A leased URL's bookkeeping can change, its state cannot.
+	if err := f.Update(u0, func(r *Record) error { r.State = Fetched; return nil }); !errors.Is(err, ErrLeased) {
+		t.Errorf("state change of a leased URL: %v", err)
+	}
+	if err := f.Update(u0, func(r *Record) error { r.Pending = "index"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mustComplete(t, leased, Outcome{State: Fetched, Hash: "h"})
+	if r := mustGet(t, f, u0); r.Pending != "index" || r.Hash != "h" || r.State != Fetched {
+		t.Errorf("Complete lost an Update: %+v", r)
+	}
+
+	// Waiting → Fetched leaves the queue; Fetched → Waiting joins it.
+	if err := f.Update(u1, func(r *Record) error { r.State = Fetched; r.Target = u2; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Update(u0, func(r *Record) error { r.State = Waiting; r.Pending = ""; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Update(u2, func(r *Record) error { r.Class = Start; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetchAll(t, f); fmt.Sprint(got) != fmt.Sprint([]string{u2, u0}) {
+		t.Errorf("leased %v, want p/2 (now a start URL) then p/0", got)
+	}
+	boom := errors.New("boom")
+	if err := f.Update(u1, func(r *Record) error { r.Hash = "x"; return boom }); err != boom {
+		t.Errorf("fn's error: %v", err)
+	}
+	if r := mustGet(t, f, u1); r.Hash == "x" {
+		t.Error("a failed Update changed the record")
+	}
+	if err := f.Update("http://a.test/none", func(*Record) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update of an unknown URL: %v", err)
+	}
+}
+
+func TestPendingListsOnlyRecordsWithAnUnacknowledgedWrite(t *testing.T) {
+	f := openTest(t, "", Options{})
+	mustAdd(t, f, urlsOf("a.test", 50)...)
+	for i := range 5 {
+		f.Update(fmt.Sprintf("http://a.test/p/%d", i*10), func(r *Record) error { r.Pending = "delete"; return nil })
+	}
+	f.Update("http://a.test/p/0", func(r *Record) error { r.Pending = ""; return nil })
+	var got []string
+	f.Pending(func(r Record) error { got = append(got, r.URL); return nil })
+	if fmt.Sprint(got) != "[http://a.test/p/10 http://a.test/p/20 http://a.test/p/30 http://a.test/p/40]" {
+		t.Errorf("Pending listed %v", got)
+	}
+}
+
+func TestDeleteForgetsAURLUntilItIsFoundAgain(t *testing.T) {
+	f := openTest(t, "", Options{})
+	mustAdd(t, f, urlsOf("a.test", 2)...)
+	l := mustLease(t, f)
+	if err := f.Delete(l.Item().URL); !errors.Is(err, ErrLeased) {
+		t.Errorf("Delete of a leased URL: %v", err)
+	}
+	mustComplete(t, l, Outcome{State: Error, Reason: "http 410", Status: 410})
+	for _, u := range []string{"http://a.test/p/0", "http://a.test/p/1"} {
+		if err := f.Delete(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fetchAll(t, f); len(got) != 0 {
+		t.Errorf("a deleted waiting URL was leased: %v", got)
+	}
+	if n := mustAdd(t, f, urlsOf("a.test", 1)...); n != 1 {
+		t.Error("a deleted URL found again was not queued")
+	}
+}
+
+func TestCountsByStateAndReasonIncludeLeases(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(10, 0)})
+	mustAdd(t, f, urlsOf("a.test", 5)...)
+	mustAdd(t, f, Item{URL: "http://b.test/", Source: "b"})
+	for _, o := range []Outcome{{State: Fetched}, {State: Error, Reason: "http 404"}, {State: Excluded, Reason: "noindex"}} {
+		mustComplete(t, mustLease(t, f), o)
+	}
+	held := mustLease(t, f)
+	defer held.Release()
+	c, err := f.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [numStates]int{Waiting: 1, InFlight: 1, Fetched: 1, Error: 1, Excluded: 1}
+	a, b := c["s"], c["b"]
+	if b == nil || b.Total() != 1 {
+		t.Errorf("source b: %+v", b)
+	}
+	if a == nil {
+		t.Fatal("no counts for source s")
+	}
+	// Hosts alternate, so b's only URL is among the first leases; count s.
+	got := a.States
+	got[Waiting] += b.States[Waiting]
+	got[InFlight] += b.States[InFlight]
+	got[Fetched] += b.States[Fetched]
+	got[Error] += b.States[Error]
+	got[Excluded] += b.States[Excluded]
+	want[Waiting] = 2
+	if got != want {
+		t.Errorf("counts %v, want %v", got, want)
+	}
+	if a.Reasons[Error]["http 404"]+b.Reasons[Error]["http 404"] != 1 {
+		t.Errorf("reasons %v / %v", a.Reasons, b.Reasons)
+	}
+}
+
+func TestMetaValuesPersist(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.PutMeta("fingerprint/docs", []byte("abc"))
+	f.BeginCycle()
+	f.Close()
+	if _, _, err := f.Get("x"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close: %v", err)
+	}
+	f = openTest(t, dir, Options{})
+	if v, _ := f.GetMeta("fingerprint/docs"); string(v) != "abc" {
+		t.Errorf("meta after reopen = %q", v)
+	}
+	if f.Cycle() != 1 {
+		t.Errorf("cycle after reopen = %d", f.Cycle())
+	}
+}
+
+func TestReopenKeepsQueueOrderAndReturnsLeasesToWaiting(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Open(dir, Options{Policy: policy(10, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, f, urlsOf("a.test", 4)...)
+	mustAdd(t, f, Item{URL: "http://b.test/start", Class: Start})
+	l1, l2 := mustLease(t, f), mustLease(t, f)
+	mustComplete(t, l1, Outcome{State: Fetched})
+	_ = l2 // held across the close: lost, so its URL must come back
+	f.Close()
+
+	f = openTest(t, dir, Options{Policy: policy(10, 0)})
+	if r := mustGet(t, f, l2.Item().URL); r.State != Waiting {
+		t.Errorf("a lease held at close is %s after reopen", r.State)
+	}
+	got := fetchAll(t, f)
+	if len(got) != 4 {
+		t.Errorf("after reopen leased %v, want the 4 not fetched", got)
+	}
+	for _, u := range got {
+		if u == l1.Item().URL {
+			t.Errorf("completed %s leased again", u)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package frontier
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Class is why a URL was queued. It selects the URL's weighted queue within
+// its host, after Exalead's fifos: start URLs, redirect targets, index-only,
+// index-and-follow, follow-only and refresh.
+type Class uint8
+
+const (
+	Start       Class = iota // a source's start URLs (weight 10000)
+	Redirect                 // redirect targets (2000)
+	IndexOnly                // indexed, links not followed (1000)
+	IndexFollow              // indexed and links followed (100)
+	FollowOnly               // links followed, not indexed (10)
+	Refresh                  // aged checks (1)
+	numClasses
+)
+
+var classNames = [numClasses]string{"start", "redirect", "index", "index_follow", "follow", "refresh"}
+
+func (c Class) String() string {
+	if c < numClasses {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// Priority shifts, as written in crawl rules: -2 is highest, 2 is lowest.
+const (
+	MinShift = -2
+	MaxShift = 2
+)
+
+// The base weights are Exalead's. A shift s multiplies a weight by 4^-s, so
+// one step of priority is worth a quarter of the distance between two
+// neighbouring fifos (10000 → 2000 → 1000 → 100 …): -2 makes an index-follow
+// link (100) weigh 1600, more than an index-only one, and +2 makes it 6.25.
+// Weights are kept as integers scaled by 4^2 so every stride below is exact.
+var classWeight = [numClasses]uint64{10000, 2000, 1000, 100, 10, 1}
+
+const (
+	numShifts = MaxShift - MinShift + 1
+	numLevels = int(numClasses) * numShifts
+	// strideScale is divisible by every scaled weight (10000·4^4 is the
+	// largest), so the stride scheduler's proportions are exact.
+	strideScale = 10000 << 8
+)
+
+// Weight is the effective weight of a class shifted by a rule priority: the
+// share of a host's picks its queue receives relative to the others.
+func Weight(c Class, shift int) float64 {
+	return float64(levelWeight(level(c, shift))) / 16
+}
+
+// level numbers the (class, shift) queues of a host; a lower level has a
+// higher or equal base weight, which breaks ties in its favour.
+func level(c Class, shift int) uint8 { return uint8(int(c)*numShifts + shift - MinShift) }
+
+func levelWeight(l uint8) uint64 {
+	return classWeight[l/numShifts] << (2 * (numShifts - 1 - uint64(l%numShifts)))
+}
+
+func levelStride(l uint8) uint64 { return strideScale / levelWeight(l) }
+
+// State is where a URL stands.
+type State uint8
+
+const (
+	Waiting  State = iota // queued, not yet leased
+	InFlight              // leased to a worker; never stored: a crash turns it back into Waiting
+	Fetched               // fetched successfully at FetchedAt
+	Error                 // the last attempt failed permanently (Reason, Status, ErrCount)
+	Excluded              // not to be fetched (Reason)
+	numStates
+)
+
+var stateNames = [numStates]string{"waiting", "in_flight", "fetched", "error", "excluded"}
+
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Item is a URL to be queued.
+type Item struct {
+	// URL is normalised by the caller; it is the key, compared byte for byte.
+	URL    string
+	Source string
+	Depth  int
+	Class  Class
+	// Shift is the crawl rule priority, MinShift (highest) to MaxShift (lowest).
+	Shift int
+	// Lastmod is the sitemap's lastmod, zero when unknown.
+	Lastmod time.Time
+	// Via is the referring page, optional (it costs its length on disk per URL).
+	Via string
+}
+
+// Record is the stored state of one URL.
+type Record struct {
+	Item
+	State State
+	// Reason says why a URL is in Error or Excluded, or why its last attempt
+	// was a temporary failure.
+	Reason string
+	// Status is the HTTP status of the last attempt, 0 when none was received.
+	Status int
+	// ErrCount counts permanent errors in a row; TempErrCount temporary ones.
+	// A successful fetch resets both.
+	ErrCount     int
+	TempErrCount int
+	// FetchedAt is the last successful fetch; CheckedAt the last completed
+	// attempt, whatever its outcome.
+	FetchedAt time.Time
+	CheckedAt time.Time
+	// Validators and content hash of the last successful fetch.
+	ETag         string
+	LastModified string
+	Hash         string
+	// Sync bookkeeping (issue 6), set through Update or Outcome.Edit.
+	DocID   string
+	Indexed bool
+	// Pending is an index or delete write not yet acknowledged; records with
+	// one are listed by (*Frontier).Pending.
+	Pending string
+	// Target is the URL holding the document when this one is a redirect
+	// source or a canonical alias.
+	Target string
+	// Cycle is the discovery cycle the URL was last queued in; SeenCycle the
+	// last cycle Add was called with it (a link, a start URL, a sitemap).
+	Cycle     uint64
+	SeenCycle uint64
+
+	qseq uint64 // sequence of its queue entry while Waiting
+}
+
+// Encoding: a version byte, the integers as uvarints, the times as varint
+// Unix nanoseconds (0 for the zero time), the string lengths, then the
+// string bytes back to back so a decode costs one allocation. The URL is
+// the key and is not repeated.
+const recVersion = 1
+
+const (
+	flagIndexed = 1 << iota
+)
+
+var errCorrupt = errors.New("frontier: corrupt record")
+
+func appendRecord(b []byte, r *Record) []byte {
+	b = append(b, recVersion, byte(r.State), byte(r.Class))
+	b = binary.AppendVarint(b, int64(r.Shift))
+	var flags uint64
+	if r.Indexed {
+		flags |= flagIndexed
+	}
+	for _, v := range [...]uint64{uint64(r.Depth), uint64(r.Status), uint64(r.ErrCount),
+		uint64(r.TempErrCount), flags, r.Cycle, r.SeenCycle, r.qseq} {
+		b = binary.AppendUvarint(b, v)
+	}
+	for _, t := range [...]time.Time{r.Lastmod, r.FetchedAt, r.CheckedAt} {
+		b = binary.AppendVarint(b, unixNano(t))
+	}
+	strs := [...]string{r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending}
+	for _, s := range strs {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+	}
+	for _, s := range strs {
+		b = append(b, s...)
+	}
+	return b
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// decoder reads the fields in order and remembers the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		d.b = nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		d.b = nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// decodeRecord fills r from an encoded value; url becomes r.URL. Without
+// strs it leaves the strings empty and allocates nothing, for the checks on
+// the hot paths.
+func decodeRecord(url string, b []byte, r *Record, strs bool) error {
+	if len(b) < 3 || b[0] != recVersion {
+		return errCorrupt
+	}
+	*r = Record{}
+	r.URL = url
+	r.State, r.Class = State(b[1]), Class(b[2])
+	d := decoder{b: b[3:]}
+	r.Shift = int(d.varint())
+	r.Depth = int(d.uvarint())
+	r.Status = int(d.uvarint())
+	r.ErrCount = int(d.uvarint())
+	r.TempErrCount = int(d.uvarint())
+	flags := d.uvarint()
+	r.Indexed = flags&flagIndexed != 0
+	r.Cycle = d.uvarint()
+	r.SeenCycle = d.uvarint()
+	r.qseq = d.uvarint()
+	r.Lastmod = fromUnixNano(d.varint())
+	r.FetchedAt = fromUnixNano(d.varint())
+	r.CheckedAt = fromUnixNano(d.varint())
+	var lens [9]uint64
+	total := uint64(0)
+	for i := range lens {
+		lens[i] = d.uvarint()
+		total += lens[i]
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if total != uint64(len(d.b)) || r.State >= numStates || r.Class >= numClasses || r.Shift < MinShift || r.Shift > MaxShift {
+		return errCorrupt
+	}
+	if !strs {
+		return nil
+	}
+	all := string(d.b)
+	ptrs := [...]*string{&r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending}
+	off := uint64(0)
+	for i, p := range ptrs {
+		*p = all[off : off+lens[i]]
+		off += lens[i]
+	}
+	return nil
+}

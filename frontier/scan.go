@@ -1,0 +1,270 @@
+package frontier
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Whole-store walks. Each reads or rewrites a chunk of records per
+// transaction, so a walk over millions of URLs neither holds one read
+// transaction for long (which would stall writers needing to grow the file)
+// nor builds one huge write transaction in memory, and callbacks run outside
+// any transaction, free to call the Frontier.
+
+const (
+	readChunk  = 1024
+	writeChunk = 2048
+)
+
+// scan calls fn for every record in URL order, InFlight for leased ones.
+// With index set it walks the URLs listed in that bucket instead.
+func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
+	if f.shut.Load() {
+		return ErrClosed
+	}
+	var (
+		after []byte
+		recs  []Record
+	)
+	for {
+		recs = recs[:0]
+		more := false
+		err := f.db.View(func(tx *bolt.Tx) error {
+			u := tx.Bucket(bucketURLs)
+			b := u
+			if index != nil {
+				b = tx.Bucket(index)
+			}
+			c := b.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil; k, v = c.Next() {
+				if len(recs) == readChunk {
+					more = true
+					break
+				}
+				if index != nil {
+					if v = u.Get(k); v == nil {
+						continue
+					}
+				}
+				recs = append(recs, Record{})
+				if err := decodeRecord(string(k), v, &recs[len(recs)-1], true); err != nil {
+					return err
+				}
+				after = append(after[:0], k...)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		for i := range recs {
+			if l := f.leases[recs[i].URL]; l != nil && !l.claim {
+				recs[i].State = InFlight
+			}
+		}
+		f.mu.Unlock()
+		for i := range recs {
+			if err := fn(&recs[i]); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// ForEach calls fn with every record of source ("" for all), in URL order.
+// Records changed during the walk may be seen in either state.
+func (f *Frontier) ForEach(source string, fn func(Record) error) error {
+	return f.scan(nil, func(r *Record) error {
+		if source != "" && r.Source != source {
+			return nil
+		}
+		return fn(*r)
+	})
+}
+
+// Pending calls fn with every record whose Pending write is set, without
+// walking the others: after a crash or an outage, these are the writes to
+// send again.
+func (f *Frontier) Pending(fn func(Record) error) error {
+	return f.scan(bucketPending, func(r *Record) error { return fn(*r) })
+}
+
+// SourceCounts counts one source's URLs by state, and those in Error or
+// Excluded by reason.
+type SourceCounts struct {
+	States  [numStates]int
+	Reasons map[State]map[string]int
+}
+
+// Total is the number of URLs the source has.
+func (c *SourceCounts) Total() int {
+	n := 0
+	for _, v := range c.States {
+		n += v
+	}
+	return n
+}
+
+// Counts walks the store and counts URLs per source. It reads every record:
+// for status pages and reports, not for every metrics scrape (see Stats).
+func (f *Frontier) Counts() (map[string]*SourceCounts, error) {
+	out := make(map[string]*SourceCounts)
+	err := f.scan(nil, func(r *Record) error {
+		c := out[r.Source]
+		if c == nil {
+			c = &SourceCounts{Reasons: make(map[State]map[string]int)}
+			out[r.Source] = c
+		}
+		c.States[r.State]++
+		if r.State == Error || r.State == Excluded {
+			m := c.Reasons[r.State]
+			if m == nil {
+				m = make(map[string]int)
+				c.Reasons[r.State] = m
+			}
+			m[r.Reason]++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// sweep walks every record whose stored state is in states, in write
+// transactions of writeChunk records, and calls change on each; change
+// rewrites the record through w and reports whether it did.
+func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Record, cl *claims, eff *effects) (bool, error)) (int, error) {
+	var (
+		after []byte
+		total int
+	)
+	for {
+		var (
+			n    int
+			next []byte
+			eff  effects
+		)
+		cl := claims{f: f}
+		err := f.write(func(tx *bolt.Tx) error {
+			n, next = 0, nil
+			eff.reset()
+			w := newWtx(tx)
+			c := w.u.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			// Collect first: bbolt cursors do not survive writes to their bucket.
+			type cand struct {
+				key []byte
+				rec Record
+			}
+			var cands []cand
+			var hdr Record
+			for i := 0; k != nil; k, v = c.Next() {
+				if i == writeChunk {
+					next = append([]byte(nil), k...)
+					break
+				}
+				i++
+				if err := decodeRecord("", v, &hdr, false); err != nil {
+					return err
+				}
+				if states&(1<<hdr.State) == 0 {
+					continue
+				}
+				key := w.bytes(string(k))
+				cands = append(cands, cand{key: key})
+				if err := decodeRecord(string(key), v, &cands[len(cands)-1].rec, true); err != nil {
+					return err
+				}
+			}
+			for i := range cands {
+				ok, err := change(w, cands[i].key, &cands[i].rec, &cl, &eff)
+				if err != nil {
+					return err
+				}
+				if ok {
+					n++
+				}
+			}
+			return nil
+		})
+		cl.release()
+		if err != nil {
+			return total, err
+		}
+		total += n
+		f.applyQueued(&eff)
+		if next == nil {
+			return total, nil
+		}
+		after = next
+	}
+}
+
+// requeue queues a Fetched or Error record again as class c in the
+// current cycle.
+func requeue(w *wtx, key []byte, r *Record, c Class, eff *effects) error {
+	r.Class, r.Reason, r.Cycle = c, "", w.cycle
+	return w.enqueueHad(r, key, eff, r.Pending != "")
+}
+
+// RequeueErrors queues again every URL of source ("" for all) in Error,
+// in its own class: FDSE's "Clear Error Cache". Error counts are kept, so
+// an error that repeats is known to repeat.
+func (f *Frontier) RequeueErrors(source string) (int, error) {
+	return f.sweep(1<<Error, func(w *wtx, key []byte, r *Record, _ *claims, eff *effects) (bool, error) {
+		if source != "" && r.Source != source {
+			return false, nil
+		}
+		return true, requeue(w, key, r, r.Class, eff)
+	})
+}
+
+// RequeueDue queues for an aged check, as Refresh, every URL of source (""
+// for all) that is Fetched or in Error and was last checked before
+// olderThan, or whose sitemap lastmod is newer than its last fetch.
+func (f *Frontier) RequeueDue(source string, olderThan time.Time) (int, error) {
+	return f.sweep(1<<Fetched|1<<Error, func(w *wtx, key []byte, r *Record, _ *claims, eff *effects) (bool, error) {
+		if source != "" && r.Source != source {
+			return false, nil
+		}
+		due := r.CheckedAt.Before(olderThan) || r.State == Fetched && r.Lastmod.After(r.FetchedAt)
+		if !due {
+			return false, nil
+		}
+		return true, requeue(w, key, r, Refresh, eff)
+	})
+}
+
+// Drop marks Excluded, with the reason pred gives, every Waiting URL pred
+// selects, and takes it out of its queue: a reloaded reject list applied to
+// what is queued. Leased URLs are left to their workers. pred runs inside a
+// write transaction: it must not call the Frontier.
+func (f *Frontier) Drop(pred func(Record) (drop bool, reason string)) (int, error) {
+	return f.sweep(1<<Waiting, func(w *wtx, key []byte, r *Record, cl *claims, _ *effects) (bool, error) {
+		drop, reason := pred(*r)
+		if !drop || !cl.take(w, r) {
+			return false, nil
+		}
+		if err := w.dequeue(r); err != nil {
+			return false, err
+		}
+		r.State, r.Reason, r.qseq = Excluded, reason, 0
+		return true, w.put(key, r, r.Pending != "")
+	})
+}

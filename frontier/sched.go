@@ -1,0 +1,682 @@
+package frontier
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// levelState is one of a host's (class, shift) queues.
+type levelState struct {
+	level uint8
+	// pass is the stride scheduler's virtual time at which the queue is
+	// next due; the queue with the lowest pass is served.
+	pass uint64
+	// last is the highest sequence this process has looked at in the queue:
+	// entries up to it are leased, claimed or gone, so the next seek starts
+	// after it.
+	last uint64
+}
+
+// host is the scheduling state of one scheme://host:port with work, leases
+// or a pending delay. It is dropped when it has none of these.
+type host struct {
+	key      string
+	id       uint32
+	pol      HostPolicy
+	inflight int
+	readyAt  time.Time
+	mask     uint32 // queues that may hold entries; a hint checked on disk
+	vtime    uint64
+	lv       []levelState
+
+	where      uint8
+	prev, next *host
+	hidx       int
+}
+
+const (
+	placeNone  = iota // parked: no work, or all its slots leased
+	placeReady        // in the ready list
+	placeTimer        // in the timer heap, waiting for readyAt
+)
+
+func (f *Frontier) policyFor(key string) HostPolicy {
+	p := f.policy(key)
+	p.MaxParallel = max(p.MaxParallel, 1)
+	p.Delay = max(p.Delay, 0)
+	return p
+}
+
+func (f *Frontier) newHost(key string) *host {
+	key = strings.Clone(key) // HostKey returns a slice of a URL
+	h := &host{key: key, pol: f.policyFor(key), hidx: -1}
+	f.hosts[key] = h
+	return h
+}
+
+func (h *host) state(l uint8) *levelState {
+	for i := range h.lv {
+		if h.lv[i].level == l {
+			return &h.lv[i]
+		}
+	}
+	h.lv = append(h.lv, levelState{level: l})
+	return &h.lv[len(h.lv)-1]
+}
+
+// activate marks a queue non-empty. A queue that was idle starts one stride
+// after the host's current virtual time, so idleness earns no burst and a
+// freshly filled light queue does not jump ahead of a heavy one.
+func (f *Frontier) activate(h *host, l uint8) {
+	if h.mask&(1<<l) != 0 {
+		return
+	}
+	if h.mask == 0 {
+		f.busy++
+	}
+	h.mask |= 1 << l
+	s := h.state(l)
+	s.pass = max(s.pass, h.vtime+levelStride(l))
+}
+
+func (f *Frontier) deactivate(h *host, l uint8) {
+	if h.mask&(1<<l) == 0 {
+		return
+	}
+	h.mask &^= 1 << l
+	if h.mask == 0 {
+		f.busy--
+	}
+}
+
+// pick returns the active queue with the lowest pass, the lower level on ties.
+func (h *host) pick() *levelState {
+	var best *levelState
+	for i := range h.lv {
+		s := &h.lv[i]
+		if h.mask&(1<<s.level) == 0 {
+			continue
+		}
+		if best == nil || s.pass < best.pass || s.pass == best.pass && s.level < best.level {
+			best = s
+		}
+	}
+	return best
+}
+
+// place puts h where its state says it belongs. A host already in the ready
+// list keeps its turn.
+func (f *Frontier) place(h *host, now time.Time) {
+	want := placeNone
+	switch {
+	case h.mask == 0:
+		if h.inflight == 0 {
+			if !h.readyAt.After(now) {
+				f.unplace(h)
+				delete(f.hosts, h.key)
+				return
+			}
+			want = placeTimer // kept so its delay holds if work arrives
+		}
+	case h.inflight >= h.pol.MaxParallel:
+	case h.readyAt.After(now):
+		want = placeTimer
+	default:
+		want = placeReady
+	}
+	if want == int(h.where) {
+		if want == placeTimer {
+			heap.Fix(&f.timers, h.hidx)
+		}
+		return
+	}
+	f.unplace(h)
+	switch want {
+	case placeReady:
+		f.ready.pushBack(h)
+	case placeTimer:
+		heap.Push(&f.timers, h)
+	}
+	h.where = uint8(want)
+}
+
+func (f *Frontier) unplace(h *host) {
+	switch h.where {
+	case placeReady:
+		f.ready.remove(h)
+	case placeTimer:
+		heap.Remove(&f.timers, h.hidx)
+	}
+	h.where = placeNone
+}
+
+// signal wakes the goroutines blocked in Next.
+func (f *Frontier) signal() {
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+func (f *Frontier) applyQueued(eff *effects) {
+	if len(eff.q) == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.applyQueuedLocked(eff, f.now())
+	f.signal()
+	f.mu.Unlock()
+}
+
+func (f *Frontier) applyQueuedLocked(eff *effects, now time.Time) {
+	for _, q := range eff.q {
+		h := f.hosts[q.key]
+		if h == nil {
+			h = f.newHost(q.key)
+		}
+		h.id = q.id
+		for m := q.mask; m != 0; m &= m - 1 {
+			f.activate(h, uint8(trailingZeros(m)))
+		}
+		f.place(h, now)
+	}
+}
+
+func trailingZeros(m uint32) int {
+	n := 0
+	for m&1 == 0 {
+		m >>= 1
+		n++
+	}
+	return n
+}
+
+// rewind makes a queue entry visible again to this process after a lease or
+// claim on it ended without removing it.
+func (f *Frontier) rewind(h *host, l uint8, seq uint64, now time.Time) {
+	s := h.state(l)
+	if s.last >= seq {
+		s.last = seq - 1
+	}
+	f.activate(h, l)
+	f.place(h, now)
+}
+
+// Backoff keeps hostKey from getting a new lease before until (Retry-After,
+// 429 or 503). It never shortens an earlier backoff or delay.
+func (f *Frontier) Backoff(hostKey string, until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	h := f.hosts[hostKey]
+	if h == nil {
+		if !until.After(now) {
+			return
+		}
+		h = f.newHost(hostKey)
+	}
+	if until.After(h.readyAt) {
+		h.readyAt = until
+	}
+	f.place(h, now)
+	f.signal()
+}
+
+// Stats are the scheduler's in-memory figures, cheap enough for metrics.
+type Stats struct {
+	Hosts    int // hosts with work, leases or a pending delay
+	Ready    int // hosts that could be leased from now
+	Busy     int // hosts that may have queued URLs
+	InFlight int
+}
+
+func (f *Frontier) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Stats{Hosts: len(f.hosts), Ready: f.ready.n, Busy: f.busy, InFlight: f.working}
+}
+
+// Lease is a URL handed to one worker. Exactly one of Complete or Release
+// ends it; its methods are not safe for concurrent use.
+type Lease struct {
+	f     *Frontier
+	h     *host
+	rec   Record
+	level uint8
+	seq   uint64
+	done  bool
+
+	// A claim is a placeholder in Frontier.leases for a change in progress.
+	claim bool
+	refs  int
+}
+
+// Item is the leased URL as it was queued.
+func (l *Lease) Item() Item { return l.rec.Item }
+
+// Record is the URL's stored state when it was leased: validators for a
+// conditional request, error counts, sync bookkeeping.
+func (l *Lease) Record() Record {
+	r := l.rec
+	r.State = InFlight
+	return r
+}
+
+// HostKey is the scheduling key of the leased URL's host.
+func (l *Lease) HostKey() string { return l.h.key }
+
+var errLeaseDone = errors.New("frontier: lease already completed or released")
+
+// TryNext is Next without waiting: it returns a lease, or nil and how long
+// until a host becomes ready (-1 when only a completion or an Add can
+// help), or ErrDone.
+func (f *Frontier) TryNext() (*Lease, time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tryNextLocked()
+}
+
+// Next returns the next URL to fetch, waiting until a host is ready. It
+// returns ErrDone when nothing is waiting and nothing is in flight, ctx's
+// error when ctx ends, ErrClosed when the Frontier is closed.
+func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		f.mu.Lock()
+		l, wait, err := f.tryNextLocked()
+		woken := f.wake
+		f.mu.Unlock()
+		if l != nil || err != nil {
+			return l, err
+		}
+		var tick <-chan time.Time
+		if wait >= 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			tick = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-woken:
+		case <-tick:
+		case <-f.quit:
+			return nil, ErrClosed
+		}
+	}
+}
+
+func (f *Frontier) tryNextLocked() (*Lease, time.Duration, error) {
+	if f.shut.Load() {
+		return nil, 0, ErrClosed
+	}
+	now := f.now()
+	for len(f.timers) > 0 && !f.timers[0].readyAt.After(now) {
+		f.place(f.timers[0], now)
+	}
+	var tx *bolt.Tx
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	for f.ready.n > 0 {
+		h := f.ready.head
+		if tx == nil {
+			var err error
+			if tx, err = f.db.Begin(false); err != nil {
+				return nil, 0, err
+			}
+		}
+		l, err := f.pop(tx, h)
+		if err != nil {
+			return nil, 0, err
+		}
+		if l == nil {
+			f.place(h, now)
+			continue
+		}
+		h.inflight++
+		f.working++
+		f.leases[l.rec.URL] = l
+		f.unplace(h) // to the back of the ready list, if it stays ready
+		f.place(h, now)
+		return l, 0, nil
+	}
+	if f.working == 0 && f.busy == 0 {
+		return nil, 0, ErrDone
+	}
+	if len(f.timers) > 0 {
+		return nil, f.timers[0].readyAt.Sub(now), nil
+	}
+	return nil, -1, nil
+}
+
+// pop finds h's next entry on disk: the queue chosen by stride, its first
+// entry after the ones already leased or claimed.
+func (f *Frontier) pop(tx *bolt.Tx, h *host) (*Lease, error) {
+	c := tx.Bucket(bucketQueue).Cursor()
+	u := tx.Bucket(bucketURLs)
+	var seek [qkeyLen]byte
+	for h.mask != 0 {
+		s := h.pick()
+		k, v := c.Seek(putQKey(seek[:0], h.id, s.level, s.last+1))
+		for ; k != nil; k, v = c.Next() {
+			if len(k) != qkeyLen {
+				return nil, fmt.Errorf("frontier: corrupt queue key %x", k)
+			}
+			id, lvl, seq := parseQKey(k)
+			if id != h.id || lvl != s.level {
+				break
+			}
+			s.last = seq
+			if f.leases[string(v)] != nil {
+				continue
+			}
+			url := string(v)
+			rv := u.Get(v)
+			var rec Record
+			if rv != nil {
+				if err := decodeRecord(url, rv, &rec, true); err != nil {
+					return nil, fmt.Errorf("%w: %s", err, url)
+				}
+			}
+			if rv == nil || rec.State != Waiting || rec.qseq != seq {
+				f.garbage = append(f.garbage, append([]byte(nil), k...))
+				continue
+			}
+			h.vtime = s.pass
+			s.pass += levelStride(s.level)
+			return &Lease{f: f, h: h, rec: rec, level: s.level, seq: seq}, nil
+		}
+		f.deactivate(h, s.level)
+	}
+	return nil, nil
+}
+
+func (f *Frontier) collectGarbage(tx *bolt.Tx) {
+	f.mu.Lock()
+	g := f.garbage
+	f.garbage = nil
+	f.mu.Unlock()
+	q := tx.Bucket(bucketQueue)
+	for _, k := range g {
+		q.Delete(k)
+	}
+}
+
+// Outcome is the result of a lease.
+type Outcome struct {
+	// State is Fetched, Error (a permanent failure), Excluded, or Waiting:
+	// a temporary failure, which queues the URL again at the tail of its
+	// queue.
+	State State
+	// Reason is required for Error and Excluded, and kept for Waiting.
+	Reason string
+	Status int
+	// ETag, LastModified and Hash replace the stored ones on Fetched; a 304
+	// passes the lease's own.
+	ETag, LastModified, Hash string
+	// Target is the URL holding the document when this one redirected or
+	// named a canonical URL.
+	Target string
+	// NoRequest says no request reached the host (robots.txt disallowed it,
+	// say), so the host's delay does not start.
+	NoRequest bool
+	// Backoff keeps the host from a new lease before it (Retry-After).
+	Backoff time.Time
+	// Edit, when set, changes the record's bookkeeping in the same
+	// transaction (for example Pending, so a document awaiting its index
+	// write survives a crash). It may run more than once and cannot change
+	// the state.
+	Edit func(*Record)
+}
+
+// Complete durably records the outcome of a lease, frees the host's slot
+// and starts its delay. Fetched resets ErrCount and TempErrCount, Error
+// counts one more permanent error and resets TempErrCount, Waiting counts
+// one more temporary error. If the write fails the lease is still held:
+// Complete may be retried, or the lease released.
+func (l *Lease) Complete(o Outcome) error {
+	if l.done {
+		return errLeaseDone
+	}
+	switch o.State {
+	case Fetched, Waiting:
+	case Error, Excluded:
+		if o.Reason == "" {
+			return fmt.Errorf("frontier: %s: %s outcome without a reason", l.rec.URL, o.State)
+		}
+	default:
+		return fmt.Errorf("frontier: %s: cannot complete as %s", l.rec.URL, o.State)
+	}
+	f := l.f
+	now := f.now()
+	pol := f.policyFor(l.h.key)
+	url := l.rec.URL
+	var eff effects
+	err := f.write(func(tx *bolt.Tx) error {
+		eff.reset()
+		w := newWtx(tx)
+		key := w.bytes(url)
+		v := w.u.Get(key)
+		if v == nil {
+			return fmt.Errorf("frontier: leased %s vanished", url)
+		}
+		var rec Record
+		if err := decodeRecord(url, v, &rec, true); err != nil {
+			return err
+		}
+		hadPending := rec.Pending != ""
+		var k [qkeyLen]byte
+		if err := w.q.Delete(putQKey(k[:0], l.h.id, l.level, l.seq)); err != nil {
+			return err
+		}
+		rec.CheckedAt, rec.Status = now, o.Status
+		switch o.State {
+		case Fetched:
+			rec.Reason, rec.FetchedAt = "", now
+			rec.ETag, rec.LastModified, rec.Hash = o.ETag, o.LastModified, o.Hash
+			rec.ErrCount, rec.TempErrCount = 0, 0
+		case Error:
+			rec.Reason = o.Reason
+			rec.ErrCount++
+			rec.TempErrCount = 0
+		case Excluded:
+			rec.Reason = o.Reason
+		case Waiting:
+			rec.Reason = o.Reason
+			rec.TempErrCount++
+		}
+		if o.State != Waiting {
+			rec.Target, rec.qseq = o.Target, 0
+		}
+		if o.Edit != nil {
+			o.Edit(&rec)
+			rec.URL = url
+			if err := rec.Item.validate(); err != nil {
+				return err
+			}
+		}
+		rec.State = o.State
+		if o.State == Waiting {
+			return w.enqueueHad(&rec, key, &eff, hadPending)
+		}
+		return w.put(key, &rec, hadPending)
+	})
+	if err != nil {
+		return err
+	}
+	l.done = true
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.leases, url)
+	h := l.h
+	h.inflight--
+	f.working--
+	h.pol = pol
+	if !o.NoRequest {
+		if t := now.Add(pol.Delay); t.After(h.readyAt) {
+			h.readyAt = t
+		}
+	}
+	if o.Backoff.After(h.readyAt) {
+		h.readyAt = o.Backoff
+	}
+	f.applyQueuedLocked(&eff, now)
+	f.place(h, now)
+	f.signal()
+	return nil
+}
+
+// Release gives the URL back without an outcome (the worker is stopping):
+// it stays Waiting and will be leased again. The host's delay does not start.
+func (l *Lease) Release() {
+	if l.done {
+		return
+	}
+	l.done = true
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.leases, l.rec.URL)
+	l.h.inflight--
+	f.working--
+	f.rewind(l.h, l.level, l.seq, f.now())
+	f.signal()
+}
+
+// claims hold Waiting URLs an op is changing, so that TryNext does not lease
+// them meanwhile; releasing rewinds their queues in case they stayed Waiting.
+type claims struct {
+	f    *Frontier
+	list []claim
+}
+
+type claim struct {
+	url, hostKey string
+	id           uint32
+	level        uint8
+	seq          uint64
+}
+
+// take claims rec (Waiting on disk); false means a worker holds its lease.
+// It is called from inside the op, so it is idempotent.
+func (c *claims) take(w *wtx, rec *Record) bool {
+	for i := range c.list {
+		if c.list[i].url == rec.URL {
+			return true
+		}
+	}
+	hk := HostKey(rec.URL)
+	id, _, _ := w.hostID(hk, false)
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.leases[rec.URL]
+	if l != nil && !l.claim {
+		return false
+	}
+	if l == nil {
+		l = &Lease{claim: true}
+		f.leases[rec.URL] = l
+	}
+	l.refs++
+	c.list = append(c.list, claim{url: rec.URL, hostKey: hk, id: id, level: level(rec.Class, rec.Shift), seq: rec.qseq})
+	return true
+}
+
+func (c *claims) release() {
+	if len(c.list) == 0 {
+		return
+	}
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	for _, cl := range c.list {
+		if l := f.leases[cl.url]; l != nil && l.claim {
+			if l.refs--; l.refs == 0 {
+				delete(f.leases, cl.url)
+			}
+		}
+		if cl.id == 0 {
+			continue // its host's queue has not been announced yet; the Add will
+		}
+		h := f.hosts[cl.hostKey]
+		if h == nil {
+			h = f.newHost(cl.hostKey)
+		}
+		h.id = cl.id
+		f.rewind(h, cl.level, cl.seq, now)
+	}
+	c.list = c.list[:0]
+	f.signal()
+}
+
+// hostList is an intrusive FIFO of ready hosts.
+type hostList struct {
+	head, tail *host
+	n          int
+}
+
+func (l *hostList) pushBack(h *host) {
+	h.prev, h.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = h
+	} else {
+		l.head = h
+	}
+	l.tail = h
+	l.n++
+}
+
+func (l *hostList) remove(h *host) {
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		l.head = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	} else {
+		l.tail = h.prev
+	}
+	h.prev, h.next = nil, nil
+	l.n--
+}
+
+// hostHeap orders delayed hosts by readyAt.
+type hostHeap []*host
+
+func (hh hostHeap) Len() int           { return len(hh) }
+func (hh hostHeap) Less(i, j int) bool { return hh[i].readyAt.Before(hh[j].readyAt) }
+func (hh hostHeap) Swap(i, j int) {
+	hh[i], hh[j] = hh[j], hh[i]
+	hh[i].hidx, hh[j].hidx = i, j
+}
+func (hh *hostHeap) Push(x any) {
+	h := x.(*host)
+	h.hidx = len(*hh)
+	*hh = append(*hh, h)
+}
+func (hh *hostHeap) Pop() any {
+	old := *hh
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	*hh = old[:len(old)-1]
+	h.hidx = -1
+	return h
+}
