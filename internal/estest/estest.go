@@ -26,7 +26,10 @@ import (
 // EnvURL names the environment variable holding the node's URL; scripts/test sets it.
 const EnvURL = "CRAWLSPACE_ES_URL"
 
-// DefaultURL is where scripts/elasticsearch start serves with its default port.
+// EnvPort names the port variable scripts/elasticsearch also reads; it sets the default URL.
+const EnvPort = "CRAWLSPACE_ES_PORT"
+
+// DefaultURL is where scripts/elasticsearch start serves when CRAWLSPACE_ES_PORT is not set.
 const DefaultURL = "http://127.0.0.1:9200"
 
 // probeTimeout bounds the reachability check only: a refused connection answers at once, and a
@@ -42,7 +45,8 @@ var (
 // httpClient serves the harness's own requests; tests use Client for theirs.
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
-// URL returns the node's base URL, without a trailing slash, from CRAWLSPACE_ES_URL or DefaultURL.
+// URL returns the node's base URL, without a trailing slash: CRAWLSPACE_ES_URL, else port
+// CRAWLSPACE_ES_PORT on 127.0.0.1, else DefaultURL.
 // The node is checked once per test binary; if it cannot be reached the test is skipped, or failed
 // when CI is set.
 func URL(t testing.TB) string {
@@ -51,6 +55,9 @@ func URL(t testing.TB) string {
 		probedURL = strings.TrimRight(os.Getenv(EnvURL), "/")
 		if probedURL == "" {
 			probedURL = DefaultURL
+			if port := os.Getenv(EnvPort); port != "" {
+				probedURL = "http://127.0.0.1:" + port
+			}
 		}
 		probeErr = probe(probedURL)
 	})
