@@ -107,10 +107,10 @@ func (d *decoder) value(key, n *yaml.Node, v reflect.Value, path string) {
 		defer delete(d.expanding, n)
 		n = n.Alias
 	}
-	// A block mapping or list starts on the line after its key; the key's
-	// own line is where a reader looks for it.
+	// A block mapping or list starts on the line after its key, and a
+	// missing value has no place of its own: the key is where to look.
 	at := site
-	if key != nil && site.Kind != yaml.AliasNode && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 {
+	if key != nil && site.Kind != yaml.AliasNode && (isNull(n) || (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0) {
 		at = key
 	}
 	d.pos[path] = Position{Line: at.Line, Column: at.Column}
@@ -167,7 +167,13 @@ func (d *decoder) fill(n *yaml.Node, v reflect.Value, path string) {
 		m := reflect.MakeMap(v.Type())
 		for _, e := range d.entries(n, path) {
 			elem := reflect.New(v.Type().Elem()).Elem()
-			d.value(e.key, e.val, elem, joinPath(path, e.key.Value))
+			p := joinPath(path, e.key.Value)
+			d.value(e.key, e.val, elem, p)
+			// A map entry's key is a name the user chose (a header, a
+			// field): errors about it point at the key, not its value.
+			if _, ok := d.pos[p]; ok {
+				d.pos[p] = Position{Line: e.key.Line, Column: e.key.Column}
+			}
 			m.SetMapIndex(reflect.ValueOf(e.key.Value), elem)
 		}
 		v.Set(m)

@@ -183,7 +183,7 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 	for i, a := range es.Addresses {
 		// Addresses may carry credentials (http://user:pass@host:9200): never echo them.
 		u, err := url.Parse(a)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u) {
 			k.errorf(indexPath(p+".addresses", i), "must be an absolute http:// or https:// URL with a host, such as http://127.0.0.1:9200")
 		}
 	}
@@ -393,9 +393,21 @@ func (k *checker) url(path, raw string, schemes []string) {
 		k.errorf(path, "must not carry credentials; use the source's auth block")
 	case u.Opaque != "" || u.Hostname() == "":
 		k.errorf(path, "%q has no host", raw)
+	case !validPort(u):
+		k.errorf(path, "port %q is not a number from 1 to 65535", u.Port())
 	case u.Fragment != "" || strings.Contains(raw, "#"):
 		k.errorf(path, "%q has a fragment (#...), which never reaches the server; remove it", raw)
 	}
+}
+
+// validPort checks what url.Parse leaves open: the port's range.
+func validPort(u *url.URL) bool {
+	p := u.Port()
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 func (k *checker) patterns(path string, list []string) {
