@@ -77,6 +77,24 @@ func TestRealisticRobotsHas200Rules(t *testing.T) {
 	)
 }
 
+func TestIndexedMatchingAgreesWithLinearScan(t *testing.T) {
+	r := Parse([]byte(realisticRobots(true) + "User-agent: *\nAllow: /\nDisallow: *\nAllow: /*.html\nDisallow: /d*\n"))
+	a := r.forAgent("crawlspace")
+	if a.bounds == nil {
+		t.Fatal("the group is not indexed")
+	}
+	n := 0
+	for _, p := range realisticPaths() {
+		for _, q := range []string{p, p + "x", p[:len(p)/2], p + ".html", p + "?sessionid=1"} {
+			n++
+			if got, want := decided(a, canonicalPath(q)), linearDecide(a, canonicalPath(q)); got != want {
+				t.Errorf("%s: indexed %q, linear %q", q, got, want)
+			}
+		}
+	}
+	t.Logf("%d paths compared", n)
+}
+
 // BenchmarkTest measures one Test call against the "*" group of a 200-rule
 // file, over a mix of allowed and disallowed paths.
 func BenchmarkTest(b *testing.B) {

@@ -37,7 +37,12 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("robots.txt %s unreachable: %v", e.URL, e.Err)
+		cause := e.Err
+		var ue *url.Error
+		if errors.As(cause, &ue) {
+			cause = ue.Err // it repeats the URL
+		}
+		return fmt.Sprintf("robots.txt %s unreachable: %v", e.URL, cause)
 	}
 	return fmt.Sprintf("robots.txt %s unreachable: HTTP %d", e.URL, e.Status)
 }

@@ -190,8 +190,8 @@ func TestCacheUnreachableDisallowsAll(t *testing.T) {
 	if ok || !errors.As(err, &ue) || ue.Status != 0 || ue.Err == nil {
 		t.Fatalf("closed port: allowed=%v err=%v, want disallowed with the network error", ok, err)
 	}
-	if !strings.Contains(line, "unreachable") {
-		t.Errorf("explanation %q does not say why", line)
+	if !strings.Contains(line, "unreachable") || strings.Count(line, "http://") != 1 {
+		t.Errorf("explanation %q does not say why once", line)
 	}
 }
 

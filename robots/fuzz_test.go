@@ -27,6 +27,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatal("negative crawl-delay")
 			}
 		}
+		if a := r.forAgent("crawlspace/0.1"); linearDecide(a, canonicalPath(path)) != decided(a, canonicalPath(path)) {
+			t.Fatalf("indexed and linear matching disagree on %q", path)
+		}
 		if ok, _ := r.Test("crawlspace", "/robots.txt"); !ok {
 			t.Fatal("/robots.txt disallowed")
 		}
@@ -36,4 +39,22 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonicalPath(%q) = %q is not a fixed point", path, c)
 		}
 	})
+}
+
+// linearDecide is the reference for agentRules.decide: the first match in
+// the fully sorted list.
+func linearDecide(a *agentRules, p string) string {
+	for i := range a.rules {
+		if a.rules[i].match(p) {
+			return a.rules[i].line
+		}
+	}
+	return ""
+}
+
+func decided(a *agentRules, p string) string {
+	if ru := a.decide(p); ru != nil {
+		return ru.line
+	}
+	return ""
 }

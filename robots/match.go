@@ -12,7 +12,17 @@ type agentRules struct {
 	agent      string
 	rules      []rule // most specific first; the first match decides
 	crawlDelay time.Duration
+
+	// Large groups are also indexed by the octet after the leading "/",
+	// which most patterns fix: a path is then tried against the rules
+	// for its own octet plus the few that start with a wildcard.
+	keyed   []rule  // patterns fixing prefix[1], by that octet, then as rules
+	bounds  []int32 // keyed[bounds[c]:bounds[c+1]] fix octet c; nil: no index
+	general []rule  // patterns with no second octet fixed, as rules
 }
+
+// indexMin is the group size from which the octet index pays for itself.
+const indexMin = 16
 
 // rule is a compiled Allow or Disallow pattern: literal segments, in the
 // canonical encoding of canonicalPath, separated by "*" wildcards.
@@ -21,6 +31,7 @@ type rule struct {
 	rest     []string // segments after each "*", found left to right
 	anchored bool     // the pattern ended in "$"
 	allow    bool
+	lineNo   int
 	length   int    // octets of the canonical pattern, "*" and "$" included
 	line     string // "robots.txt:LINE: Directive: pattern" for explanations
 }
@@ -74,21 +85,89 @@ func (r *Rules) compile(agent string) *agentRules {
 			a.rules = append(a.rules, compileRule(m))
 		}
 	}
-	// Longest pattern first, Allow before Disallow at equal length (RFC 9309
-	// 2.2.2), file order otherwise: then the first match is the answer.
-	slices.SortStableFunc(a.rules, func(x, y rule) int {
-		if x.length != y.length {
-			return y.length - x.length
+	// Most specific first, so that the first match is the answer.
+	slices.SortFunc(a.rules, func(x, y rule) int {
+		if x.beats(&y) {
+			return -1
 		}
-		if x.allow != y.allow {
-			if x.allow {
-				return -1
-			}
+		if y.beats(&x) {
 			return 1
 		}
 		return 0
 	})
+	if len(a.rules) >= indexMin {
+		a.index()
+	}
 	return a
+}
+
+func (a *agentRules) index() {
+	count := make([]int32, 257)
+	for i := range a.rules {
+		if p := a.rules[i].prefix; len(p) >= 2 {
+			count[int(p[1])+1]++
+		} else {
+			a.general = append(a.general, a.rules[i])
+		}
+	}
+	for c := 1; c < 257; c++ {
+		count[c] += count[c-1]
+	}
+	a.bounds = count
+	a.keyed = make([]rule, count[256])
+	next := slices.Clone(count[:256])
+	for i := range a.rules { // stable: each bucket keeps the rules' order
+		if p := a.rules[i].prefix; len(p) >= 2 {
+			a.keyed[next[p[1]]] = a.rules[i]
+			next[p[1]]++
+		}
+	}
+}
+
+// decide returns the most specific rule matching the canonical path p, nil
+// if none does.
+func (a *agentRules) decide(p string) *rule {
+	if a.bounds == nil {
+		for i := range a.rules {
+			if a.rules[i].match(p) {
+				return &a.rules[i]
+			}
+		}
+		return nil
+	}
+	var best *rule
+	if len(p) >= 2 {
+		c := p[1]
+		for i := a.bounds[c]; i < a.bounds[int(c)+1]; i++ {
+			if a.keyed[i].match(p) {
+				best = &a.keyed[i]
+				break
+			}
+		}
+	}
+	for i := range a.general {
+		g := &a.general[i]
+		if best != nil && !g.beats(best) {
+			break // the rest are no more specific
+		}
+		if g.match(p) {
+			return g
+		}
+	}
+	return best
+}
+
+// beats reports whether x takes precedence over y when both match: the
+// longer pattern, at equal length Allow (RFC 9309 2.2.2), then the earlier
+// line, which only changes the explanation.
+func (x *rule) beats(y *rule) bool {
+	if x.length != y.length {
+		return x.length > y.length
+	}
+	if x.allow != y.allow {
+		return x.allow
+	}
+	return x.lineNo < y.lineNo
 }
 
 func compileRule(m member) rule {
@@ -96,7 +175,7 @@ func compileRule(m member) rule {
 	if m.allow {
 		name = "Allow"
 	}
-	ru := rule{allow: m.allow, line: "robots.txt:" + strconv.Itoa(m.line) + ": " + name + ": " + m.value}
+	ru := rule{allow: m.allow, lineNo: m.line, line: "robots.txt:" + strconv.Itoa(m.line) + ": " + name + ": " + m.value}
 	p := m.value
 	if p[0] != '/' && p[0] != '*' {
 		// A pattern must start with "/" to match anything; one without it

@@ -106,6 +106,7 @@ func Parse(data []byte) *Rules {
 	cur := -1         // index of the group being filled
 	inAgents := false // the previous directive was a user-agent line
 	lineNo := 0
+	var seenSitemaps map[string]bool
 	for len(data) > 0 {
 		var line []byte
 		i := bytes.IndexAny(data, "\r\n")
@@ -150,7 +151,9 @@ func Parse(data []byte) *Rules {
 			}
 			g := &r.groups[cur]
 			g.members = append(g.members, member{line: lineNo, allow: directiveOf(key) == dAllow, value: string(val)})
-			r.size += len(val) + 40
+			// The member, and once compiled for an agent its rule twice
+			// (sorted and indexed) with the explanation string.
+			r.size += 3*len(val) + 256
 		case dCrawlDelay:
 			if cur < 0 {
 				continue
@@ -165,10 +168,16 @@ func Parse(data []byte) *Rules {
 				g.crawlDelay, g.hasDelay = d, true
 			}
 		case dSitemap:
-			if len(val) > 0 && !contains(r.sitemaps, string(val)) {
-				r.sitemaps = append(r.sitemaps, string(val))
-				r.size += len(val) + 16
+			if len(val) == 0 || seenSitemaps[string(val)] {
+				continue
 			}
+			if seenSitemaps == nil {
+				seenSitemaps = make(map[string]bool)
+			}
+			s := string(val)
+			seenSitemaps[s] = true
+			r.sitemaps = append(r.sitemaps, s)
+			r.size += len(s) + 16
 		}
 	}
 	return r
@@ -226,15 +235,6 @@ func parseDelay(s string) (time.Duration, bool) {
 	return time.Duration(f * float64(time.Second)), true
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Sitemaps returns the Sitemap URLs the file names, in order, without
 // duplicates. They are global: not tied to any group.
 func (r *Rules) Sitemaps() []string {
@@ -279,11 +279,8 @@ func (r *Rules) Test(agent, pathAndQuery string) (allowed bool, line string) {
 	if pathAndQuery == "" {
 		pathAndQuery = "/"
 	}
-	p := canonicalPath(pathAndQuery)
-	for i := range a.rules {
-		if a.rules[i].match(p) {
-			return a.rules[i].allow, a.rules[i].line
-		}
+	if ru := a.decide(canonicalPath(pathAndQuery)); ru != nil {
+		return ru.allow, ru.line
 	}
 	return true, ""
 }
