@@ -175,24 +175,32 @@ func (c *Cache) Get(ctx context.Context, u *url.URL) (*Rules, error) {
 		done := make(chan struct{})
 		e.flight = done
 		c.mu.Unlock()
+		return c.fill(ctx, e, done, robotsURL)
+	}
+}
 
-		res, err := c.load(ctx, robotsURL)
-
+// fill fetches robots.txt for e and publishes the outcome, releasing the
+// waiters even if the fetcher panics.
+func (c *Cache) fill(ctx context.Context, e *entry, done chan struct{}, robotsURL string) (r *Rules, err error) {
+	var res result
+	fetched := false
+	defer func() {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		e.flight = nil
 		close(done)
-		if err != nil {
-			if e.rules == nil && c.entries[key] == e {
+		if !fetched {
+			if e.rules == nil && c.entries[e.key] == e {
 				c.remove(e)
 			}
-			c.mu.Unlock()
-			return nil, err
+			return
 		}
 		c.store(e, res, robotsURL)
-		r, rerr := e.rules, e.err
-		c.mu.Unlock()
-		return r, rerr
-	}
+		r, err = e.rules, e.err
+	}()
+	res, err = c.load(ctx, robotsURL)
+	fetched = err == nil
+	return nil, err
 }
 
 // result is the outcome of one robots.txt fetch: rules, or a failure.

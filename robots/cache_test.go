@@ -466,3 +466,26 @@ func TestCacheBoundsBytes(t *testing.T) {
 		t.Error("the least recently used origin was not the one evicted")
 	}
 }
+
+func TestCacheFetcherPanicReleasesWaiters(t *testing.T) {
+	s := newSite(t, 200, "User-agent: *\nDisallow: /x\n")
+	var calls atomic.Int64
+	fetch := HTTPFetcher(nil, testAgent)
+	c := NewCache(func(ctx context.Context, u string) (int, io.ReadCloser, error) {
+		if calls.Add(1) == 1 {
+			panic("fetcher bug")
+		}
+		return fetch(ctx, u)
+	}, CacheOptions{UserAgent: testAgent})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the fetcher's panic was swallowed")
+			}
+		}()
+		c.Get(context.Background(), mustURL(t, s.URL+"/"))
+	}()
+	if ok, _, err := allowed(t, c, s.URL+"/x"); ok || err != nil {
+		t.Errorf("after a panic: allowed=%v err=%v, want a fresh fetch", ok, err)
+	}
+}
