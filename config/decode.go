@@ -121,7 +121,16 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// knownTags are the YAML tags a config may use. Others, such as a custom
+// "!env HOME", would otherwise be read as the literal text after them.
+var knownTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true,
+	"!!null": true, "!!timestamp": true, "!!map": true, "!!seq": true}
+
 func (d *decoder) fill(n *yaml.Node, v reflect.Value, path string) {
+	if tag := n.ShortTag(); !knownTags[tag] {
+		d.errorAt(n, path, "YAML tag %s is not supported here", tag)
+		return
+	}
 	if isNull(n) {
 		d.null[path] = true
 		// "auth:" or "elasticsearch:" with nothing under it still means the

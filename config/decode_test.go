@@ -147,6 +147,12 @@ func TestTypeErrorsArePositionedAtTheValue(t *testing.T) {
 		{"non-string key", "sources:\n  - name: a\n    start_urls: [http://example.com/]\n    headers: {[a]: b}\n", []string{
 			`c.yaml:4:15: sources[0].headers: a key must be a plain string, got a list`,
 		}},
+		{"custom YAML tag", "state_dir: !env HOME\n" + minimal, []string{
+			`c.yaml:1:12: state_dir: YAML tag !env is not supported here`,
+		}},
+		{"binary YAML tag", "state_dir: !!binary aGVsbG8=\n" + minimal, []string{
+			`c.yaml:1:12: state_dir: YAML tag !!binary is not supported here`,
+		}},
 		{"errors are reported together, in file order", "sources:\n  - name: a\n    start_urls: [http://example.com/]\n    max_age: 5\nfetch: {concurrency: x}\nlog: {format: xml}\n", []string{
 			`c.yaml:4:14: sources[0].max_age: 5 has no unit, which is ambiguous: write 5s, 5ms or 5m`,
 			`c.yaml:5:22: fetch.concurrency: expected an integer, got "x"`,

@@ -51,7 +51,8 @@ var fingerprintSkip = []string{
 // always_ignored_extensions, fetch.max_body_bytes and
 // fetch.max_links_per_page. Keys at their zero value are left out of the
 // hash, so a future key whose zero is its default does not change existing
-// fingerprints.
+// fingerprints. A Source built in Go rather than by Load or Parse has no
+// global keys to add and is hashed on its own keys.
 func Fingerprint(s *Source) string {
 	h := sha256.New()
 	h.Write([]byte("crawlspace source fingerprint 1\n"))

@@ -385,12 +385,13 @@ func (k *checker) url(path, raw string, schemes []string) {
 		return
 	}
 	switch {
+	case u.User != nil:
+		// Checked first: every later message quotes the URL.
+		k.errorf(path, "must not carry credentials; use the source's auth block")
 	case u.Scheme == "":
 		k.errorf(path, "%q is not an absolute URL; start it with http:// or https://", raw)
 	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
 		k.errorf(path, "scheme %q is not allowed here (schemes: %s)", u.Scheme, strings.Join(schemes, ", "))
-	case u.User != nil:
-		k.errorf(path, "must not carry credentials; use the source's auth block")
 	case u.Opaque != "" || u.Hostname() == "":
 		k.errorf(path, "%q has no host", raw)
 	case !validPort(u):

@@ -313,6 +313,8 @@ func TestSecretsAreNeverEchoedInErrors(t *testing.T) {
 		src("headers: {X-Token: \"" + secret + "\\n\"}"),
 		src("headers: {Authorization: \"Bearer "+secret+"\"}", "auth: {username: a, password: "+secret+"}"),
 		"sources:\n  - name: a\n    start_urls: [\"http://u:" + secret + "@example.com/\"]\n",
+		"sources:\n  - name: a\n    start_urls: [\"//u:" + secret + "@example.com/#x\"]\n",
+		"sources:\n  - name: a\n    start_urls: [\"ftp://u:" + secret + "@example.com/\"]\n",
 		"sources:\n  - name: a\n    start_urls: [\"https://u:" + secret + "@example.com:99999/\"]\n",
 	} {
 		got := errs(t, bad)
