@@ -1,0 +1,241 @@
+package rules
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
+
+// Decide returns the decision for u, a URL normalised with the source's
+// Normalizer, found depth links away from a start URL (0 for start URLs,
+// sitemaps and feeds). The checks run in the order of the package comment;
+// the first that refuses decides.
+func (s *Source) Decide(u string, depth int) Decision {
+	p, ok := urlnorm.Split(u)
+	if !ok {
+		return s.refuse(ReasonInvalid, "")
+	}
+	if !s.schemeAllowed(p.Scheme) {
+		return s.refuse(ReasonScheme, s.schemesRef)
+	}
+	if s.maxURLLen > 0 && len(u) > s.maxURLLen {
+		return s.refuse(ReasonURLTooLong, s.maxURLLenRef)
+	}
+	if !s.followQuery && p.Query != "" {
+		return s.refuse(ReasonQueryString, s.followQueryRef)
+	}
+	if s.maxPathDepth > 0 && strings.Count(p.Path, "/") > s.maxPathDepth {
+		return s.refuse(ReasonMaxPathDepth, s.maxPathRef)
+	}
+	if s.maxLinkDepth > 0 && depth > s.maxLinkDepth {
+		return s.refuse(ReasonMaxLinkDepth, s.maxLinkRef)
+	}
+	if ref, ok := s.ignoredExtension(p.Path); ok {
+		return s.refuse(ReasonIgnoredExtension, ref)
+	}
+	if s.stayOnHosts && !s.origins[p.Origin] {
+		return s.refuse(ReasonOffsite, s.stayHostRef)
+	}
+	if s.stayInDir {
+		var stack [8]int32
+		if len(s.dirs.collect(u, stack[:0])) == 0 {
+			return s.refuse(ReasonOutsideStartDir, s.stayDirRef)
+		}
+	}
+
+	var allowRule string
+	if i := s.ibm.decideDomain(p.Host, p.EffectivePort()); i != noMatch {
+		ref := s.ruleRefs[s.ibm.domainAt[i]]
+		if !s.ibm.domains[i].allow {
+			return s.refuse(ReasonForbiddenDomain, ref)
+		}
+		allowRule = ref
+	}
+	if i := s.ibm.decidePrefix(u); i != noMatch {
+		ref := s.ruleRefs[s.ibm.prefixAt[i]]
+		if !s.ibm.prefixes[i].allow {
+			return s.refuse(ReasonForbiddenPrefix, ref)
+		}
+		allowRule = ref
+	}
+
+	var scan scanResult
+	s.pats.scan(u, &scan)
+	if s.hasInclude {
+		i := s.pats.first(gInclude, u, &scan)
+		if i == noMatch {
+			return s.refuse(ReasonNotIncluded, s.includeRef)
+		}
+		if allowRule == "" {
+			allowRule = s.includeRefs[i]
+		}
+	}
+	if i := s.pats.first(gExclude, u, &scan); i != noMatch {
+		return s.refuse(ReasonExcluded, s.excludeRefs[i])
+	}
+	if rl := s.reject.Load(); rl != nil && !rl.set.empty() {
+		var rs scanResult
+		rl.set.scan(u, &rs)
+		if i := rl.set.first(0, u, &rs); i != noMatch {
+			return s.refuse(ReasonRejected, rl.refs[i])
+		}
+	}
+
+	d := s.allowed(allowRule)
+	if len(s.crawlRules) > 0 {
+		f := urlFields{v: [nFields]string{u, p.Scheme, p.Host, p.Path, p.Query}}
+		for i := range s.crawlRules {
+			cr := &s.crawlRules[i]
+			if !cr.match.eval(&f) {
+				continue
+			}
+			if cr.ignore {
+				return s.refuse(ReasonRuleIgnore, cr.ref)
+			}
+			d.Rule = cr.ref
+			if cr.index != nil {
+				d.Index = *cr.index
+			}
+			if cr.follow != nil {
+				d.Follow = *cr.follow
+			}
+			if cr.source != "" {
+				d.Source = cr.source
+			}
+			d.Priority, d.Meta = cr.priority, cr.meta
+			break
+		}
+	}
+
+	if ref, ok := s.killExact[u]; ok {
+		d.Index, d.Reason, d.Rule = false, ReasonKilled, ref
+	} else if i := s.pats.first(gKill, u, &scan); i != noMatch {
+		d.Index, d.Reason, d.Rule = false, ReasonKilled, s.killRefs[i]
+	} else if !d.Index {
+		d.Reason = ReasonRuleNoindex
+	} else if !d.Follow {
+		d.Reason = ReasonRuleNofollow
+	}
+	return d
+}
+
+func (s *Source) schemeAllowed(scheme string) bool {
+	for _, sc := range s.schemes {
+		if sc == scheme {
+			return true
+		}
+	}
+	return false
+}
+
+// ignoredExtension looks the path's extension up, lower-casing it on the
+// stack rather than allocating.
+func (s *Source) ignoredExtension(path string) (string, bool) {
+	ext := urlExtension(path)
+	if ext == "" || len(ext) > 16 || len(s.ignoredExt) == 0 {
+		return "", false
+	}
+	var buf [16]byte
+	for i := 0; i < len(ext); i++ {
+		c := ext[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	ref, ok := s.ignoredExt[string(buf[:len(ext)])]
+	return ref, ok
+}
+
+// DecideAddress decides an address the URL's host resolved to, before the
+// fetcher connects to it: the address rules (first match wins), then
+// allow_private_networks, which keeps loopback, private, link-local,
+// multicast and other special-purpose ranges out unless it is set. The
+// fetcher should call it for the address it actually dials, so a DNS
+// answer that changes between checks cannot steer it elsewhere.
+func (s *Source) DecideAddress(ip netip.Addr) Decision {
+	ip = ip.Unmap()
+	rule := ""
+	if i := s.ibm.decideAddress(ip); i != noMatch {
+		ref := s.ruleRefs[s.ibm.addrAt[i]]
+		if !s.ibm.addrs[i].allow {
+			return s.refuse(ReasonForbiddenAddress, ref)
+		}
+		rule = ref
+	}
+	if !s.allowPrivate && IsSpecialAddress(ip) {
+		return s.refuse(ReasonForbiddenAddress, s.privateRef)
+	}
+	return s.allowed(rule)
+}
+
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// specialPrefixes are ranges that are not the public internet (RFC 6890 and
+// friends), beyond what netip's predicates cover.
+var specialPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("2001::/32"),
+	netip.MustParsePrefix("2002::/16"),
+}
+
+// IsSpecialAddress reports whether ip is loopback, private, link-local,
+// multicast, unspecified or another range that is not the public internet,
+// including IPv4 addresses embedded in NAT64 (64:ff9b::/96) addresses.
+func IsSpecialAddress(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsMulticast() ||
+		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || ip.IsLinkLocalMulticast() {
+		return true
+	}
+	if ip.Is6() {
+		if nat64.Contains(ip) {
+			b := ip.As16()
+			return IsSpecialAddress(netip.AddrFrom4([4]byte(b[12:])))
+		}
+	}
+	for _, p := range specialPrefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// DecideMIME decides a response from its Content-Type, before its body is
+// downloaded. An extensionless URL whose type belongs to an ignored
+// extension (video/mp4 and mp4) is refused as ignored_extension, as
+// Smartsite does; then the type must be one of mime_types (type/* and */*
+// are wildcards). An empty Content-Type is allowed: the fetcher may sniff
+// the body's first bytes and call again with what it found.
+func (s *Source) DecideMIME(contentType, u string) Decision {
+	mt := mediaType(contentType)
+	if mt == "" {
+		return s.allowed("")
+	}
+	if p, ok := urlnorm.Split(u); ok && urlExtension(p.Path) == "" {
+		if ref, ok := s.mimeIgnored[mt]; ok {
+			return s.refuse(ReasonIgnoredExtension, ref)
+		}
+	}
+	if s.mimeTypes[mt] {
+		return s.allowed("")
+	}
+	for _, w := range s.mimeWild {
+		if strings.HasPrefix(mt, w) {
+			return s.allowed("")
+		}
+	}
+	return s.refuse(ReasonMIMEType, s.mimeRef)
+}

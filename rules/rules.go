@@ -1,0 +1,505 @@
+// Package rules decides, for every URL crawlspace meets, whether it belongs
+// to a source's crawl space: whether to fetch it, keep it in the index and
+// follow its links, with which priority and extra metadata, and why not.
+//
+// Every rule form of the five seed products compiles into one Source:
+// Funnelback include/exclude patterns, kill lists and the reject list; IBM
+// domain, prefix and address rules, path and link depth and MIME types;
+// Smartsite start hosts, ignored extensions and the query filter; FDSE
+// schemes, URL length, query strings and start directories; Exalead crawl
+// rules. Compile builds it once from the configuration; deciding a URL then
+// costs a few microseconds even with thousands of rules, because rules are
+// indexed by their literal parts rather than scanned.
+//
+// The checks run in this order, cheapest first; the first that refuses gives
+// the Reason and the Rule (see docs/rules.md):
+//
+//	scheme, url_too_long, query_string, max_path_depth, max_link_depth,
+//	ignored_extension, offsite, outside_start_dir, forbidden_domain,
+//	forbidden_prefix, not_included, excluded, rejected, rule_ignore,
+//	then killed / rule_noindex / rule_nofollow for URLs that are crawled
+//	but not indexed or not followed.
+//
+// forbidden_address is decided after DNS (DecideAddress), mime_type and the
+// extensionless ignored_extension from response headers (DecideMIME), and
+// robots by the robots.txt cache.
+//
+// Decide expects URLs normalised by urlnorm with the source's Normalizer
+// (Source.Normalize, Source.Resolve); it does not normalise again.
+package rules
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
+
+// Reason says why a URL is not crawled, indexed or followed. The empty
+// reason means the URL is allowed in full.
+type Reason string
+
+// The reasons, in the order their checks run.
+const (
+	ReasonNone             Reason = ""
+	ReasonInvalid          Reason = "invalid_url"       // not a normalised absolute URL
+	ReasonScheme           Reason = "scheme"            // schemes
+	ReasonURLTooLong       Reason = "url_too_long"      // max_url_length
+	ReasonQueryString      Reason = "query_string"      // follow_query_strings: false
+	ReasonMaxPathDepth     Reason = "max_path_depth"    // max_path_depth
+	ReasonMaxLinkDepth     Reason = "max_link_depth"    // max_link_depth
+	ReasonIgnoredExtension Reason = "ignored_extension" // ignored_extensions, always_ignored_extensions
+	ReasonOffsite          Reason = "offsite"           // stay_on_start_hosts
+	ReasonOutsideStartDir  Reason = "outside_start_dir" // stay_in_start_dir
+	ReasonForbiddenDomain  Reason = "forbidden_domain"  // rules: forbid domain
+	ReasonForbiddenPrefix  Reason = "forbidden_prefix"  // rules: forbid prefix
+	ReasonNotIncluded      Reason = "not_included"      // include
+	ReasonExcluded         Reason = "excluded"          // exclude
+	ReasonRejected         Reason = "rejected"          // reject_list
+	ReasonRuleIgnore       Reason = "rule_ignore"       // crawl_rules: ignore or accept: false
+	ReasonKilled           Reason = "killed"            // kill_exact, kill_patterns: crawled, not indexed
+	ReasonRuleNoindex      Reason = "rule_noindex"      // crawl_rules: index: false
+	ReasonRuleNofollow     Reason = "rule_nofollow"     // crawl_rules: follow: false
+	ReasonForbiddenAddress Reason = "forbidden_address" // rules: forbid address, allow_private_networks
+	ReasonMIMEType         Reason = "mime_type"         // mime_types
+	ReasonRobots           Reason = "robots"            // robots.txt
+)
+
+// Reasons lists every reason, for reports that count URLs by reason.
+func Reasons() []Reason {
+	return []Reason{
+		ReasonInvalid, ReasonScheme, ReasonURLTooLong, ReasonQueryString, ReasonMaxPathDepth,
+		ReasonMaxLinkDepth, ReasonIgnoredExtension, ReasonOffsite, ReasonOutsideStartDir,
+		ReasonForbiddenDomain, ReasonForbiddenPrefix, ReasonNotIncluded, ReasonExcluded,
+		ReasonRejected, ReasonRuleIgnore, ReasonKilled, ReasonRuleNoindex, ReasonRuleNofollow,
+		ReasonForbiddenAddress, ReasonMIMEType, ReasonRobots,
+	}
+}
+
+// Decision is what the crawl space says about one URL.
+type Decision struct {
+	// Crawl: fetch it. Follow: queue its links. Index: keep it in the index.
+	Crawl, Follow, Index bool
+	// Priority is the crawl rules' shift, -2 (highest) to 2 (lowest).
+	Priority int
+	// Source is the name of the source the URL belongs to, or the name a
+	// crawl rule's source action gave it.
+	Source string
+	// Meta holds add_meta values by extra_* field name. It is shared by
+	// every decision of the same rule: read it, never change it.
+	Meta map[string][]string
+	// Reason is empty when the URL is crawled, indexed and followed.
+	Reason Reason
+	// Rule names the config entry that decided, as "file:line:col key.path"
+	// (config.Ref), or "file:line" of a reject list; "" when no rule did.
+	// For an allowed URL it is the most specific rule that allowed it: the
+	// matching crawl rule, else an allow prefix rule, an allow domain rule
+	// or the include pattern.
+	Rule string
+}
+
+// Set is the compiled crawl space of every source of a configuration.
+type Set struct {
+	sources  []*Source
+	byName   map[string]*Source
+	warnings []string
+}
+
+// Sources returns the sources in config order.
+func (set *Set) Sources() []*Source { return set.sources }
+
+// Source returns the source called name, or nil.
+func (set *Set) Source(name string) *Source { return set.byName[name] }
+
+// Warnings lists problems worth logging that do not stop a crawl, such as a
+// reject list file that does not exist yet.
+func (set *Set) Warnings() []string { return set.warnings }
+
+// Route picks the source a discovered URL belongs to: from (the source of the
+// page it was found on) when from crawls it, else the first other source, in
+// config order, that crawls it. When none does it returns from and its
+// refusal, or with from nil the refusal of the first source whose start
+// URLs share the URL's scheme, host and port (the most telling one), else
+// of the first source. u must be normalised.
+func (set *Set) Route(u string, depth int, from *Source) (*Source, Decision) {
+	var fromD Decision
+	if from != nil {
+		if fromD = from.Decide(u, depth); fromD.Crawl {
+			return from, fromD
+		}
+	}
+	for _, s := range set.sources {
+		if s == from {
+			continue
+		}
+		if d := s.Decide(u, depth); d.Crawl {
+			return s, d
+		}
+	}
+	if from != nil {
+		return from, fromD
+	}
+	if len(set.sources) == 0 {
+		return nil, Decision{Reason: ReasonOffsite}
+	}
+	best := set.sources[0]
+	if p, ok := urlnorm.Split(u); ok {
+		for _, s := range set.sources {
+			if s.origins[p.Origin] {
+				best = s
+				break
+			}
+		}
+	}
+	return best, best.Decide(u, depth)
+}
+
+// Reload re-reads every source's reject list; see Source.Reload.
+func (set *Set) Reload() (changed bool, err error) {
+	var errs []error
+	for _, s := range set.sources {
+		c, e := s.Reload()
+		changed = changed || c
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	return changed, errors.Join(errs...)
+}
+
+// Source is one source's compiled crawl space. It is safe for concurrent use.
+type Source struct {
+	// Name is the source's name in the config.
+	Name string
+
+	cfg       *config.Config
+	path      string
+	norm      *urlnorm.Normalizer
+	startURLs []string
+
+	schemes        []string
+	schemesRef     string
+	maxURLLen      int
+	maxURLLenRef   string
+	followQuery    bool
+	followQueryRef string
+	maxPathDepth   int
+	maxPathRef     string
+	maxLinkDepth   int
+	maxLinkRef     string
+
+	ignoredExt  map[string]string // extension -> ref
+	mimeIgnored map[string]string // MIME type of an ignored extension -> ref
+	mimeTypes   map[string]bool
+	mimeWild    []string // "text/" for text/*; "" for */*
+	mimeRef     string
+
+	stayOnHosts bool
+	origins     map[string]bool
+	stayHostRef string
+	stayInDir   bool
+	dirs        radix
+	stayDirRef  string
+
+	ibm      ibmRules
+	ruleRefs []string
+
+	pats        *patternSet
+	hasInclude  bool
+	includeRef  string
+	includeRefs []string
+	excludeRefs []string
+	killRefs    []string
+	killExact   map[string]string // URL -> ref
+
+	rejectPath string
+	reject     atomic.Pointer[rejectList]
+	reloadMu   sync.Mutex
+
+	crawlRules []crawlRule
+
+	allowPrivate bool
+	privateRef   string
+}
+
+// Groups of the source's pattern set.
+const (
+	gInclude = iota
+	gExclude
+	gKill
+)
+
+// Compile builds the crawl space of every source of cfg. Every problem is
+// reported, positioned, in the returned config.Errors: regular expressions
+// RE2 cannot run (naming the construct), malformed IBM rules and netmasks,
+// bad crawl rule values, unreadable reject lists, and start URLs that their
+// own source's rules refuse.
+func Compile(cfg *config.Config) (*Set, error) {
+	var errs config.Errors
+	set := &Set{byName: map[string]*Source{}}
+	for i := range cfg.Sources {
+		s := compileSource(cfg, i, &errs, &set.warnings)
+		set.sources = append(set.sources, s)
+		set.byName[s.Name] = s
+	}
+	if len(errs) > 0 {
+		slices.SortStableFunc(errs, func(a, b *config.Error) int {
+			if a.File != b.File {
+				if a.File == cfg.File {
+					return -1
+				}
+				if b.File == cfg.File {
+					return 1
+				}
+				return cmp.Compare(a.File, b.File)
+			}
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+		})
+		return nil, errs
+	}
+	return set, nil
+}
+
+func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]string) *Source {
+	src := &cfg.Sources[i]
+	path := config.SourcePath(i)
+	at := func(key string) string { return path + "." + key }
+	errorf := func(p, format string, args ...any) { *errs = append(*errs, cfg.Errorf(p, format, args...)) }
+	s := &Source{Name: src.Name, cfg: cfg, path: path}
+
+	honored := src.HonoredQueryParams
+	if honored == nil {
+		honored = []string{"id"}
+	}
+	s.norm = urlnorm.New(honored)
+
+	for _, sc := range src.Schemes {
+		s.schemes = append(s.schemes, strings.ToLower(sc))
+	}
+	if len(s.schemes) == 0 {
+		s.schemes = []string{"http", "https"}
+	}
+	s.schemesRef = cfg.Ref(at("schemes"))
+	s.maxURLLen, s.maxURLLenRef = src.MaxURLLength, cfg.Ref(at("max_url_length"))
+	s.followQuery, s.followQueryRef = config.Bool(src.FollowQueryStrings, true), cfg.Ref(at("follow_query_strings"))
+	s.maxPathDepth, s.maxPathRef = src.MaxPathDepth, cfg.Ref(at("max_path_depth"))
+	s.maxLinkDepth, s.maxLinkRef = src.MaxLinkDepth, cfg.Ref(at("max_link_depth"))
+
+	s.compileExtensions(cfg, src, at)
+
+	s.ibm.domainIx.reverse = true
+	s.ruleRefs = make([]string, len(src.Rules))
+	for j, line := range src.Rules {
+		p := fmt.Sprintf("%s[%d]", at("rules"), j)
+		s.ruleRefs[j] = cfg.Ref(p)
+		if err := s.ibm.add(j, line); err != nil {
+			errorf(p, "%v", err)
+		}
+	}
+
+	s.pats = newPatternSet(3)
+	for _, g := range []struct {
+		group int
+		key   string
+		list  []string
+		refs  *[]string
+	}{
+		{gInclude, "include", src.Include, &s.includeRefs},
+		{gExclude, "exclude", src.Exclude, &s.excludeRefs},
+		{gKill, "kill_patterns", src.KillPatterns, &s.killRefs},
+	} {
+		*g.refs = make([]string, len(g.list))
+		for j, entry := range g.list {
+			p := fmt.Sprintf("%s[%d]", at(g.key), j)
+			(*g.refs)[j] = cfg.Ref(p)
+			if err := s.pats.add(g.group, j, entry); err != nil {
+				errorf(p, "%v", err)
+			}
+		}
+	}
+	s.hasInclude, s.includeRef = len(src.Include) > 0, cfg.Ref(at("include"))
+	s.pats.finish()
+
+	s.killExact = map[string]string{}
+	for j, raw := range src.KillExact {
+		p := fmt.Sprintf("%s[%d]", at("kill_exact"), j)
+		u, err := s.norm.Normalize(raw)
+		if err != nil {
+			errorf(p, "%v", err)
+			continue
+		}
+		s.killExact[u] = cfg.Ref(p)
+	}
+
+	if src.RejectList != "" {
+		s.rejectPath = src.RejectList
+		rl, err := loadRejectList(s.rejectPath)
+		switch {
+		case err == nil:
+		case errors.Is(err, errMissing):
+			*warnings = append(*warnings, fmt.Sprintf("%s: %v; treated as empty until it appears", at("reject_list"), err))
+		default:
+			var ce config.Errors
+			if errors.As(err, &ce) {
+				*errs = append(*errs, ce...)
+			} else {
+				errorf(at("reject_list"), "%v", err)
+			}
+		}
+		s.reject.Store(rl)
+	}
+
+	mc := &matchCompiler{cfg: cfg, norm: s.norm, errs: errs}
+	for j := range src.CrawlRules {
+		r := &src.CrawlRules[j]
+		p := fmt.Sprintf("%s[%d]", at("crawl_rules"), j)
+		cr := crawlRule{
+			match:    mc.compile(&r.Match, p+".match"),
+			ignore:   r.Ignore || (r.Accept != nil && !*r.Accept),
+			index:    r.Index,
+			follow:   r.Follow,
+			source:   r.Source,
+			priority: r.Priority,
+			ref:      cfg.Ref(p),
+		}
+		if cr.priority < -2 || cr.priority > 2 {
+			errorf(p+".priority", "must be from -2 (highest) to 2 (lowest), got %d", cr.priority)
+		}
+		if len(r.AddMeta) > 0 {
+			cr.meta = make(map[string][]string, len(r.AddMeta))
+			for k, v := range r.AddMeta {
+				f := config.AddMetaField(k)
+				cr.meta[f] = append(cr.meta[f], v)
+			}
+		}
+		s.crawlRules = append(s.crawlRules, cr)
+	}
+
+	s.allowPrivate, s.privateRef = cfg.AllowPrivateNetworks, cfg.Ref("allow_private_networks")
+
+	// Start URLs last: they are checked against everything above.
+	s.stayOnHosts, s.stayHostRef = config.Bool(src.StayOnStartHosts, true), cfg.Ref(at("stay_on_start_hosts"))
+	s.stayInDir, s.stayDirRef = src.StayInStartDir, cfg.Ref(at("stay_in_start_dir"))
+	s.origins = map[string]bool{}
+	type start struct {
+		path, url string
+	}
+	var starts []start
+	for j, raw := range src.StartURLs {
+		p := fmt.Sprintf("%s[%d]", at("start_urls"), j)
+		u, err := s.norm.Normalize(raw)
+		if err != nil {
+			errorf(p, "start URL: %v", err)
+			continue
+		}
+		parts, _ := urlnorm.Split(u)
+		s.origins[parts.Origin] = true
+		dir := parts.Origin + parts.Path[:strings.LastIndexByte(parts.Path, '/')+1]
+		s.dirs.insert(dir, int32(j))
+		s.startURLs = append(s.startURLs, u)
+		starts = append(starts, start{p, u})
+	}
+	for _, st := range starts {
+		d := s.Decide(st.url, 0)
+		if parts, _ := urlnorm.Split(st.url); d.Crawl {
+			// A literal address is known now; host names are resolved later.
+			if ip, err := netip.ParseAddr(parts.Host); err == nil {
+				d = s.DecideAddress(ip)
+			}
+		}
+		if !d.Crawl {
+			rule := d.Rule
+			if rule == "" {
+				rule = "no rule"
+			}
+			errorf(st.path, "start URL %s is outside its own source's crawl space: %s (%s)", st.url, d.Reason, rule)
+		}
+	}
+	return s
+}
+
+func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at func(string) string) {
+	s.ignoredExt = map[string]string{}
+	add := func(ext, ref string) {
+		if e := normExtension(ext); e != "" {
+			if _, dup := s.ignoredExt[e]; !dup {
+				s.ignoredExt[e] = ref
+			}
+		}
+	}
+	list := src.IgnoredExtensions
+	if list == nil {
+		list = []string{"default"}
+	}
+	for j, e := range list {
+		ref := cfg.Ref(fmt.Sprintf("%s[%d]", at("ignored_extensions"), j))
+		if strings.EqualFold(e, "default") {
+			for _, d := range DefaultIgnoredExtensions {
+				add(d, ref)
+			}
+			continue
+		}
+		add(e, ref)
+	}
+	for j, e := range cfg.AlwaysIgnoredExtensions {
+		add(e, cfg.Ref(fmt.Sprintf("always_ignored_extensions[%d]", j)))
+	}
+
+	mimes := src.MimeTypes
+	if mimes == nil {
+		mimes = []string{"text/html", "application/xhtml+xml"}
+	}
+	s.mimeRef = cfg.Ref(at("mime_types"))
+	s.mimeTypes = map[string]bool{}
+	for _, m := range mimes {
+		m = strings.ToLower(strings.TrimSpace(m))
+		switch {
+		case m == "*/*" || m == "*":
+			s.mimeWild = append(s.mimeWild, "")
+		case strings.HasSuffix(m, "/*"):
+			s.mimeWild = append(s.mimeWild, strings.TrimSuffix(m, "*"))
+		default:
+			s.mimeTypes[m] = true
+		}
+	}
+	// A type the administrator lists to index is not skipped because some
+	// ignored extension (say the default list's xml) shares it.
+	s.mimeIgnored = map[string]string{}
+	for e, ref := range s.ignoredExt {
+		for _, t := range typesOf(e) {
+			if _, dup := s.mimeIgnored[t]; !dup && !s.mimeTypes[t] {
+				s.mimeIgnored[t] = ref
+			}
+		}
+	}
+}
+
+// StartURLs returns the source's start URLs, normalised.
+func (s *Source) StartURLs() []string { return s.startURLs }
+
+// Normalizer returns the source's URL normaliser, with its query filter.
+func (s *Source) Normalizer() *urlnorm.Normalizer { return s.norm }
+
+// Normalize normalises raw with the source's query filter.
+func (s *Source) Normalize(raw string) (string, error) { return s.norm.Normalize(raw) }
+
+// Resolve resolves a link found on the page at base and normalises it with
+// the source's query filter, ready for Decide and the frontier.
+func (s *Source) Resolve(base *url.URL, ref string) (string, error) { return s.norm.Resolve(base, ref) }
+
+// refuse is a decision not to crawl.
+func (s *Source) refuse(r Reason, rule string) Decision {
+	return Decision{Source: s.Name, Reason: r, Rule: rule}
+}
+
+func (s *Source) allowed(rule string) Decision {
+	return Decision{Crawl: true, Follow: true, Index: true, Source: s.Name, Rule: rule}
+}
