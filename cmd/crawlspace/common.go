@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/crawlspace/crawlspace/config"
+)
+
+// newFlags makes a flag set whose errors and usage go to stderr and that
+// returns errors instead of exiting, so commands stay testable in-process.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("crawlspace "+name, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	return fs
+}
+
+// loadConfig loads and validates path, printing every problem as
+// "file:line:col: path: message" on stderr. ok is false when the caller
+// must exit with exitUsage.
+func loadConfig(path string, stderr io.Writer) (*config.Config, bool) {
+	if path == "" {
+		fmt.Fprintln(stderr, "crawlspace: -config is required")
+		return nil, false
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		var list config.Errors
+		if errors.As(err, &list) {
+			for _, e := range list {
+				fmt.Fprintln(stderr, e.Error())
+			}
+		} else {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		}
+		return nil, false
+	}
+	return cfg, true
+}
+
+// newLogger builds the structured log from the config and the -v/-quiet flags.
+func newLogger(cfg *config.Config, w io.Writer, verbose, quiet bool) *slog.Logger {
+	level := slog.LevelInfo
+	switch cfg.Log.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	if verbose {
+		level = slog.LevelDebug
+	}
+	if quiet {
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,321 @@
+package provider_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/provider"
+	"github.com/crawlspace/crawlspace/sink"
+)
+
+// demoPages are the pages of testdata/site reachable from its home page;
+// orphan.html is not linked and /policies/travel.html is a 404.
+var demoPages = []string{
+	"/", "/about.html", "/contact.html",
+	"/docs/", "/docs/install.html", "/docs/configure.html",
+	"/docs/guide/crawling.html", "/docs/guide/rules.html",
+	"/news/", "/news/2026/search-launch.html", "/news/2026/annual-report.html", "/news/2026/osaka-warehouse.html",
+}
+
+func serveDemoSite(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join("..", "testdata", "site"))))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func parseConfig(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "crawlspace.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config:\n%v", err)
+	}
+	return cfg
+}
+
+// crawl runs one cycle the way `crawlspace crawl` does.
+func crawl(t *testing.T, cfg *config.Config) *provider.Report {
+	t.Helper()
+	ctx := context.Background()
+	var report *provider.Report
+	var s sink.Sink
+	if cfg.Elasticsearch != nil {
+		report = provider.NewReport("elasticsearch", cfg.Elasticsearch.Index)
+		es, err := sink.NewElasticsearch(ctx, cfg.Elasticsearch, cfg.ExtraFields, report.SinkResult)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = es
+	} else {
+		report = provider.NewReport("file", "")
+		fs, err := sink.NewFile(cfg.Output.File, "web", report.SinkResult)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = fs
+	}
+	c, err := provider.New(cfg, s, report, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crawl(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	report.Finish()
+	return report
+}
+
+func expectedIDs(base string) []string {
+	ids := make([]string, 0, len(demoPages))
+	for _, p := range demoPages {
+		ids = append(ids, docfields.ID(base+p))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func words(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func TestCrawlIntoElasticsearchIndexesExactlyTheReachablePages(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	site := serveDemoSite(t)
+	cfg := parseConfig(t, fmt.Sprintf(`
+elasticsearch:
+  addresses: [%q]
+  index: %s
+  replicas: 0
+allow_private_networks: true
+sources:
+  - name: demo
+    start_urls: [%q]
+`, esURL, index, site.URL+"/"))
+
+	report := crawl(t, cfg)
+
+	if report.Total.Created != len(demoPages) {
+		t.Errorf("report counts %d created, want %d", report.Total.Created, len(demoPages))
+	}
+	if got := report.Total.Reasons["http_404"]; got != 1 {
+		t.Errorf("report counts %d http_404, want 1 (the moved travel policy): %+v", got, report.Total.Reasons)
+	}
+
+	docs := searchAll(t, esURL, index)
+	ids := make([]string, 0, len(docs))
+	for id := range docs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if want := expectedIDs(site.URL); !slices.Equal(ids, want) {
+		t.Fatalf("index holds %d ids, want %d:\n got %v\nwant %v", len(ids), len(want), ids, want)
+	}
+
+	for _, tc := range []struct {
+		path, title string
+		body        string // whitespace-normalised, exact
+	}{
+		{"/contact.html", "Contact", "Contact Service desk: extension 4242 Facilities: extension 1010"},
+		{"/news/2026/annual-report.html", "Annual report 2026", "Annual report 2026 Sales grew by eleven percent. The Osaka warehouse doubled its capacity."},
+		{"/docs/install.html", "Installing the ordering client", "Installing the ordering client Download the installer from the software centre and run it. The ordering client needs a network connection to the warehouse service. Next: configure the client."},
+	} {
+		doc := docs[docfields.ID(site.URL+tc.path)]
+		if doc == nil {
+			t.Errorf("%s: not indexed", tc.path)
+			continue
+		}
+		if doc.URL != site.URL+tc.path {
+			t.Errorf("%s: doc_url %q", tc.path, doc.URL)
+		}
+		if doc.Title != tc.title {
+			t.Errorf("%s: doc_title %q, want %q", tc.path, doc.Title, tc.title)
+		}
+		if got := words(doc.Body); got != tc.body {
+			t.Errorf("%s: doc_body\n got %q\nwant %q", tc.path, got, tc.body)
+		}
+	}
+}
+
+// searchAll reads every document of the alias through the search API.
+func searchAll(t *testing.T, esURL, index string) map[string]*docfields.Document {
+	t.Helper()
+	res, err := http.Get(esURL + "/" + index + "/_search?size=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(res.Body)
+		t.Fatalf("search %s: %s: %s", index, res.Status, raw)
+	}
+	var out struct {
+		Hits struct {
+			Hits []struct {
+				ID     string             `json:"_id"`
+				Source docfields.Document `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]*docfields.Document{}
+	for _, h := range out.Hits.Hits {
+		docs[h.ID] = &h.Source
+	}
+	return docs
+}
+
+func TestCrawlIntoFileSinkWritesOneBulkActionPerReachablePage(t *testing.T) {
+	site := serveDemoSite(t)
+	out := filepath.Join(t.TempDir(), "docs.ndjson")
+	cfg := parseConfig(t, fmt.Sprintf(`
+output: {file: %q}
+allow_private_networks: true
+sources:
+  - name: demo
+    start_urls: [%q]
+`, out, site.URL+"/"))
+
+	report := crawl(t, cfg)
+	if report.Total.Written != len(demoPages) {
+		t.Errorf("report counts %d written, want %d", report.Total.Written, len(demoPages))
+	}
+
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var ids []string
+	for sc.Scan() {
+		var action map[string]struct {
+			Index string `json:"_index"`
+			ID    string `json:"_id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
+			t.Fatalf("action line: %v: %s", err, sc.Text())
+		}
+		meta, ok := action["index"]
+		if !ok {
+			t.Fatalf("want an index action, got %s", sc.Text())
+		}
+		if !sc.Scan() {
+			t.Fatal("action line without a source line")
+		}
+		var doc docfields.Document
+		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
+			t.Fatalf("source line: %v", err)
+		}
+		if docfields.ID(doc.URL) != meta.ID {
+			t.Errorf("_id %s does not derive from doc_url %s", meta.ID, doc.URL)
+		}
+		ids = append(ids, meta.ID)
+	}
+	slices.Sort(ids)
+	if want := expectedIDs(site.URL); !slices.Equal(ids, want) {
+		t.Fatalf("file holds %d ids, want %d", len(ids), len(want))
+	}
+}
+
+func TestCrawlRefusesLoopbackUnlessConfigAllowsPrivateNetworks(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "<title>secret</title>")
+	}))
+	defer srv.Close()
+	cfg := parseConfig(t, fmt.Sprintf(`
+output: {file: %q}
+sources:
+  - name: demo
+    start_urls: [%q]
+`, filepath.Join(t.TempDir(), "out.ndjson"), srv.URL+"/"))
+
+	report := crawl(t, cfg)
+	if hits.Load() != 0 {
+		t.Errorf("the loopback server got %d requests", hits.Load())
+	}
+	if report.Total.Reasons["private_address"] != 1 {
+		t.Errorf("want the start URL refused as private_address, got %+v", report.Total.Reasons)
+	}
+}
+
+func TestCrawlKeepsRequestsPerHostWithinMaxParallel(t *testing.T) {
+	var mu sync.Mutex
+	inflight, peak := 0, 0
+	const pages = 40
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inflight++
+		peak = max(peak, inflight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inflight--; mu.Unlock() }()
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			for i := range pages {
+				fmt.Fprintf(w, `<a href="/p%d">p%d</a>`, i, i)
+			}
+			return
+		}
+		// Hold the request long enough for others to pile up if the limit leaked.
+		for range 3 {
+			fmt.Fprintf(w, "<p>%s</p>", strings.Repeat("x", 64))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick():
+			}
+		}
+	}))
+	defer srv.Close()
+	cfg := parseConfig(t, fmt.Sprintf(`
+output: {file: %q}
+allow_private_networks: true
+fetch: {concurrency: 16}
+sources:
+  - name: demo
+    start_urls: [%q]
+    politeness: {max_parallel_per_host: 2}
+`, filepath.Join(t.TempDir(), "out.ndjson"), srv.URL+"/"))
+
+	report := crawl(t, cfg)
+	if report.Total.Fetched != pages+1 {
+		t.Errorf("fetched %d, want %d", report.Total.Fetched, pages+1)
+	}
+	if peak > 2 {
+		t.Errorf("the host saw %d requests at once, the limit is 2", peak)
+	}
+	if peak < 2 {
+		t.Errorf("the host never saw 2 requests at once (peak %d): the crawl is not parallel", peak)
+	}
+}
+
+// tick paces the slow test handler; it is a pause, not a limit on the test.
+func tick() <-chan time.Time { return time.After(5 * time.Millisecond) }

@@ -1,0 +1,127 @@
+package provider
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crawlspace/crawlspace/config"
+)
+
+// errPrivateAddress is returned by the dialer for a loopback, private or
+// link-local address when the configuration does not allow them.
+var errPrivateAddress = errors.New("address in a loopback or private network (allow_private_networks is false)")
+
+// newTransport builds the HTTP transport every fetch goes through. The
+// private-network guard sits in the dialer's Control hook, so it checks the
+// address actually connected to, after DNS: a public name resolving to an
+// internal address is refused too.
+func newTransport(cfg *config.Config) (*http.Transport, error) {
+	f := cfg.Fetch
+	dialer := &net.Dialer{Timeout: f.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivateNetworks {
+		dialer.Control = func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip, err := netip.ParseAddr(host)
+			if err != nil {
+				return err
+			}
+			if isPrivate(ip) {
+				return fmt.Errorf("%s: %w", host, errPrivateAddress)
+			}
+			return nil
+		}
+	}
+	tlsCfg := &tls.Config{InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // opt-in, warned about at start
+	if f.CAFile != "" {
+		pem, err := os.ReadFile(f.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("fetch.ca_file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("fetch.ca_file %s: no certificates found", f.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	tr := &http.Transport{
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       tlsCfg,
+		TLSHandshakeTimeout:   f.ConnectTimeout.D(),
+		ResponseHeaderTimeout: f.ResponseHeaderTimeout.D(),
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	if f.Proxy != "" {
+		pu, err := url.Parse(f.Proxy)
+		if err != nil {
+			return nil, fmt.Errorf("fetch.proxy: %w", err)
+		}
+		tr.Proxy = http.ProxyURL(pu)
+	}
+	return tr, nil
+}
+
+func isPrivate(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || cgnat.Contains(ip)
+}
+
+// cgnat is the shared address space of RFC 6598, internal in practice.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// mediaType is the lower-case media type of a Content-Type header, without parameters.
+func mediaType(contentType string) string {
+	if contentType == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt, _, _ = strings.Cut(contentType, ";")
+	}
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// classify turns a failed fetch into a reason code and whether it is
+// temporary (worth retrying) in Exalead's sense.
+func classify(err error) (reason string, temporary bool) {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, errPrivateAddress):
+		return "private_address", false
+	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
+		return "timeout", true
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "dns_not_found", false
+		}
+		return "dns_error", true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection_refused", true
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection_reset", true
+	case errors.Is(err, errTooManyRedirects):
+		return "too_many_redirects", false
+	}
+	return "connection_error", false
+}

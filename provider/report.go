@@ -1,0 +1,184 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/crawlspace/crawlspace/sink"
+)
+
+// Counts are what one source (or the whole crawl) did.
+type Counts struct {
+	Fetched   int `json:"fetched"`
+	Created   int `json:"created"`
+	Updated   int `json:"updated"`
+	Unchanged int `json:"unchanged"`
+	Deleted   int `json:"deleted"`
+	// Written counts documents sent to the file sink, which cannot tell creates from updates.
+	Written int `json:"written"`
+	// Errors counts URLs that could not be fetched or indexed.
+	Errors int `json:"errors"`
+	// IndexFailures counts documents Elasticsearch rejected for good (also in Errors).
+	IndexFailures int `json:"index_failures"`
+	// Reasons counts URLs that were skipped, excluded or failed, by reason code.
+	Reasons map[string]int `json:"reasons"`
+}
+
+// Example is one URL behind a reason, so an administrator can look at it.
+type Example struct {
+	URL    string `json:"url"`
+	Source string `json:"source"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Report is the account of one crawl cycle, written by -report and printed
+// at the end of a crawl; both come from the same counts.
+type Report struct {
+	Started  time.Time          `json:"started"`
+	Finished time.Time          `json:"finished"`
+	Seconds  float64            `json:"duration_seconds"`
+	Sink     string             `json:"sink"`
+	Index    string             `json:"index,omitempty"`
+	Total    Counts             `json:"total"`
+	Sources  map[string]*Counts `json:"sources"`
+	// Examples holds up to a few URLs per reason.
+	Examples []Example `json:"examples"`
+	Warnings []string  `json:"warnings,omitempty"`
+
+	mu       sync.Mutex
+	perCode  map[string]int // examples kept per reason
+	urlToSrc sync.Map       // document URL -> source name, for sink results
+}
+
+const examplesPerReason = 5
+
+// NewReport starts an empty report.
+func NewReport(sinkName, index string) *Report {
+	return &Report{Started: time.Now().UTC(), Sink: sinkName, Index: index,
+		Sources: map[string]*Counts{}, perCode: map[string]int{}, Total: Counts{Reasons: map[string]int{}}}
+}
+
+func (r *Report) source(name string) *Counts {
+	c, ok := r.Sources[name]
+	if !ok {
+		c = &Counts{Reasons: map[string]int{}}
+		r.Sources[name] = c
+	}
+	return c
+}
+
+func (r *Report) add(src string, f func(*Counts)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r.source(src))
+	f(&r.Total)
+}
+
+// Reason records a URL skipped or failed for reason (a code from the documented set).
+func (r *Report) Reason(src, url, reason, detail string, isError bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range []*Counts{r.source(src), &r.Total} {
+		c.Reasons[reason]++
+		if isError {
+			c.Errors++
+		}
+	}
+	if r.perCode[reason] < examplesPerReason {
+		r.perCode[reason]++
+		r.Examples = append(r.Examples, Example{URL: url, Source: src, Reason: reason, Detail: detail})
+	}
+}
+
+// Warn records a condition an administrator must know about (robots ignored, TLS unverified).
+func (r *Report) Warn(msg string) {
+	r.mu.Lock()
+	r.Warnings = append(r.Warnings, msg)
+	r.mu.Unlock()
+}
+
+func (r *Report) fetched(src string) { r.add(src, func(c *Counts) { c.Fetched++ }) }
+
+// expect notes which source a document URL belongs to, so the sink's
+// acknowledgement is counted against it.
+func (r *Report) expect(url, src string) { r.urlToSrc.Store(url, src) }
+
+// SinkResult counts a sink acknowledgement; pass it to the sink constructor.
+func (r *Report) SinkResult(res sink.Result) {
+	src := ""
+	if v, ok := r.urlToSrc.LoadAndDelete(res.URL); ok {
+		src = v.(string)
+	}
+	switch res.Outcome {
+	case sink.Created:
+		r.add(src, func(c *Counts) { c.Created++ })
+	case sink.Updated:
+		r.add(src, func(c *Counts) { c.Updated++ })
+	case sink.Deleted, sink.NotFound:
+		r.add(src, func(c *Counts) { c.Deleted++ })
+	case sink.Written:
+		r.add(src, func(c *Counts) { c.Written++ })
+	case sink.Failed:
+		r.add(src, func(c *Counts) { c.IndexFailures++ })
+		r.Reason(src, res.URL, "index_failed", res.Reason, true)
+	}
+}
+
+// Finish stamps the end time.
+func (r *Report) Finish() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Finished = time.Now().UTC()
+	r.Seconds = r.Finished.Sub(r.Started).Seconds()
+	sort.SliceStable(r.Examples, func(i, j int) bool { return r.Examples[i].Reason < r.Examples[j].Reason })
+}
+
+// WriteFile writes the report as indented JSON.
+func (r *Report) WriteFile(path string) error {
+	r.mu.Lock()
+	raw, err := json.MarshalIndent(r, "", "  ")
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// Summary prints the human-readable end-of-crawl summary from the same counts as the JSON.
+func (r *Report) Summary(w io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	line := func(name string, c *Counts) {
+		fmt.Fprintf(w, "  %-12s fetched %d, created %d, updated %d, unchanged %d, deleted %d, written %d, errors %d\n",
+			name, c.Fetched, c.Created, c.Updated, c.Unchanged, c.Deleted, c.Written, c.Errors)
+		codes := make([]string, 0, len(c.Reasons))
+		for k := range c.Reasons {
+			codes = append(codes, k)
+		}
+		sort.Strings(codes)
+		for _, k := range codes {
+			fmt.Fprintf(w, "  %-12s   %-22s %d\n", "", k, c.Reasons[k])
+		}
+	}
+	fmt.Fprintf(w, "crawl finished in %.1fs into %s\n", r.Seconds, r.Sink)
+	names := make([]string, 0, len(r.Sources))
+	for n := range r.Sources {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		line(n, r.Sources[n])
+	}
+	line("total", &r.Total)
+	for _, wmsg := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", wmsg)
+	}
+}
