@@ -65,6 +65,8 @@ type Elasticsearch struct {
 type Output struct {
 	// File receives Elasticsearch _bulk NDJSON: one action line and one source line per document.
 	File string `yaml:"file"`
+	// Index names the target index in the action lines, for replaying the file into a cluster.
+	Index string `yaml:"index"`
 }
 
 // Log configures the structured log.

@@ -97,6 +97,7 @@ func (c *Config) setDefaults(written func(string) bool) {
 	if c.Elasticsearch == nil {
 		defaultAt(written, "output.file", &c.Output.File, DefaultOutput)
 	}
+	defaultAt(written, "output.index", &c.Output.Index, DefaultIndex)
 	c.Output.File = resolve(dir, c.Output.File)
 	defaultAt(written, "log.format", &c.Log.Format, "text")
 	defaultAt(written, "log.level", &c.Log.Level, "info")

@@ -143,6 +143,9 @@ func (k *checker) global() {
 	} else if c.Output.File == "" {
 		k.errorf("output.file", "must not be empty when elasticsearch is not configured")
 	}
+	if msg := indexNameProblem(c.Output.Index); msg != "" {
+		k.errorf("output.index", "%s", msg)
+	}
 
 	f := &c.Fetch
 	k.atLeast("fetch.concurrency", int64(f.Concurrency), 1)

@@ -69,7 +69,7 @@ func crawl(t *testing.T, cfg *config.Config) *provider.Report {
 		s = es
 	} else {
 		report = provider.NewReport("file", "")
-		fs, err := sink.NewFile(cfg.Output.File, "web", report.SinkResult)
+		fs, err := sink.NewFile(cfg.Output.File, cfg.Output.Index, report.SinkResult)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,7 +87,7 @@ func openSink(ctx context.Context, cfg *config.Config) (*provider.Report, sink.S
 		return report, s, nil
 	}
 	report := provider.NewReport("file "+cfg.Output.File, "")
-	s, err := sink.NewFile(cfg.Output.File, "web", report.SinkResult)
+	s, err := sink.NewFile(cfg.Output.File, cfg.Output.Index, report.SinkResult)
 	if err != nil {
 		return nil, nil, err
 	}
