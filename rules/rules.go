@@ -162,6 +162,42 @@ func (set *Set) Route(u string, depth int, from *Source) (*Source, Decision) {
 	return best, best.Decide(u, depth)
 }
 
+// RouteRaw is Route for a URL as written (a start URL, a URL typed into
+// explain): each source normalises it with its own query filter before
+// deciding. It returns the source, the URL as that source normalised it,
+// and the decision; a URL no source can normalise is refused as
+// invalid_url, with the normalisation error.
+func (set *Set) RouteRaw(raw string, depth int) (*Source, string, Decision, error) {
+	var first, onsite *Source
+	var firstU, onsiteU string
+	var firstD, onsiteD Decision
+	var err error
+	for _, s := range set.sources {
+		u, e := s.Normalize(raw)
+		if e != nil {
+			err = e
+			continue
+		}
+		d := s.Decide(u, depth)
+		if d.Crawl {
+			return s, u, d, nil
+		}
+		if first == nil {
+			first, firstU, firstD = s, u, d
+		}
+		if p, ok := urlnorm.Split(u); ok && onsite == nil && s.origins[p.Origin] {
+			onsite, onsiteU, onsiteD = s, u, d
+		}
+	}
+	switch {
+	case onsite != nil:
+		return onsite, onsiteU, onsiteD, nil
+	case first != nil:
+		return first, firstU, firstD, nil
+	}
+	return nil, raw, Decision{Reason: ReasonInvalid}, err
+}
+
 // Reload re-reads every source's reject list; see Source.Reload.
 func (set *Set) Reload() (changed bool, err error) {
 	var errs []error

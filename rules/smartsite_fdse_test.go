@@ -238,3 +238,23 @@ func TestRouteGivesADiscoveredURLToTheSourceThatCrawlsIt(t *testing.T) {
 		t.Errorf("Route(a.exe) = %v %+v", src.Name, d)
 	}
 }
+
+func TestRouteRawNormalisesWithEachSourcesQueryFilter(t *testing.T) {
+	set := compileYAML(t, "allow_private_networks: true\nsources:\n"+
+		"  - name: docs\n    start_urls: [\"http://docs.example/\"]\n"+
+		"  - name: shop\n    start_urls: [\"http://shop.example/\"]\n    honored_query_params: [sku]\n")
+	src, u, d, err := set.RouteRaw("HTTP://Shop.example/item?sku=1&day=2#x", 0)
+	if err != nil || src.Name != "shop" || u != "http://shop.example/item?sku=1" || !d.Crawl {
+		t.Errorf("RouteRaw = %v %q %+v %v", src, u, d, err)
+	}
+	src, u, d, _ = set.RouteRaw("http://docs.example/a?sku=1&id=3", 0)
+	if src.Name != "docs" || u != "http://docs.example/a?id=3" || !d.Crawl {
+		t.Errorf("RouteRaw = %v %q %+v", src.Name, u, d)
+	}
+	if _, _, d, err := set.RouteRaw("mailto:x@example", 0); err == nil || d.Reason != ReasonInvalid || d.Crawl {
+		t.Errorf("RouteRaw(mailto) = %+v, %v", d, err)
+	}
+	if src, _, d, _ := set.RouteRaw("http://shop.example/a.exe", 0); src.Name != "shop" || d.Reason != ReasonIgnoredExtension {
+		t.Errorf("a refused URL is explained by the source of its host: %v %+v", src.Name, d)
+	}
+}

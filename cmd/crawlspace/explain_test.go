@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// explainSite serves a robots.txt that disallows /private and counts its fetches.
+func explainSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var robotsHits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			robotsHits.Add(1)
+			w.Write([]byte("User-agent: *\nDisallow: /private\n"))
+			return
+		}
+		w.Write([]byte("<html><body>page</body></html>"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &robotsHits
+}
+
+// explainConfig writes a config whose source starts at site; the line and
+// column numbers the tests expect follow this layout.
+func explainConfig(t *testing.T, site, exclude string) string {
+	path := filepath.Join(t.TempDir(), "crawl.yaml")
+	yaml := "allow_private_networks: true\n" + // 1
+		"user_agent: \"crawlspace/0.1\"\n" + // 2
+		"extra_fields: {extra_section: keyword}\n" + // 3
+		"sources:\n" + // 4
+		"  - name: docs\n" + // 5
+		"    start_urls: [\"" + site + "/\"]\n" + // 6
+		"    exclude: ['" + exclude + "']\n" + // 7
+		"    crawl_rules:\n" + // 8
+		"      - {match: {path: /news/}, index: false, priority: -1, add_meta: {section: news}}\n" // 9
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runExplainCmd(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = explain(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// decodeLines reads explain -json output, checking every line has exactly
+// the DESIGN.md keys in their order.
+func decodeLines(t *testing.T, out string) []explanation {
+	t.Helper()
+	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule"}
+	var got []explanation
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		dec := json.NewDecoder(strings.NewReader(l))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Fatalf("line %q does not start an object", l)
+		}
+		for i := 0; dec.More(); i++ {
+			tok, err := dec.Token()
+			if err != nil || i >= len(keys) || tok != keys[i] {
+				t.Fatalf("line %q: key %d is %v, want %v", l, i, tok, keys)
+			}
+			var skip any
+			if err := dec.Decode(&skip); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var e explanation
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	return got
+}
+
+func TestExplainJSONGivesEachDecisionAndTheLineThatMadeIt(t *testing.T) {
+	srv, _ := explainSite(t)
+	cfg := explainConfig(t, srv.URL, "/drafts/")
+	code, out, errOut := runExplainCmd("-config", cfg, "-json",
+		srv.URL+"/page",
+		strings.Replace(srv.URL, "http://", "HTTP://", 1)+"/a/../page#top",
+		srv.URL+"/private/report",
+		srv.URL+"/drafts/a",
+		srv.URL+"/news/today",
+		"http://elsewhere.example/",
+		"mailto:someone@example.com",
+	)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	got := decodeLines(t, out)
+	wantLines := []explanation{
+		{URL: srv.URL + "/page", Source: "docs", Crawl: true, Index: true, Follow: true},
+		{URL: srv.URL + "/page", Source: "docs", Crawl: true, Index: true, Follow: true},
+		{URL: srv.URL + "/private/report", Source: "docs", Reason: "robots", Rule: srv.URL + "/robots.txt:2: Disallow: /private"},
+		{URL: srv.URL + "/drafts/a", Source: "docs", Reason: "excluded", Rule: cfg + ":7:15 sources[0].exclude[0]"},
+		{URL: srv.URL + "/news/today", Source: "docs", Crawl: true, Index: false, Follow: true, Priority: -1,
+			Reason: "rule_noindex", Rule: cfg + ":9:9 sources[0].crawl_rules[0]"},
+		{URL: "http://elsewhere.example/", Source: "", Reason: "offsite", Rule: cfg + ":5:5 sources[0].stay_on_start_hosts"},
+		{URL: "mailto:someone@example.com", Source: "", Reason: "invalid_url"},
+	}
+	if len(got) != len(wantLines) {
+		t.Fatalf("%d lines, want %d:\n%s", len(got), len(wantLines), out)
+	}
+	for i, w := range wantLines {
+		g := got[i]
+		for _, f := range []struct {
+			name      string
+			got, want any
+		}{
+			{"url", g.URL, w.URL}, {"source", g.Source, w.Source}, {"crawl", g.Crawl, w.Crawl},
+			{"index", g.Index, w.Index}, {"follow", g.Follow, w.Follow}, {"priority", g.Priority, w.Priority},
+			{"reason", g.Reason, w.Reason}, {"rule", g.Rule, w.Rule},
+		} {
+			if f.got != f.want {
+				t.Errorf("line %d (%s): %s = %v, want %v", i+1, w.URL, f.name, f.got, f.want)
+			}
+		}
+	}
+	if !strings.Contains(errOut, "mailto") {
+		t.Errorf("the invalid URL's error is not on stderr: %q", errOut)
+	}
+}
+
+func TestExplainOfflineDoesNotConsultRobots(t *testing.T) {
+	srv, robotsHits := explainSite(t)
+	cfg := explainConfig(t, srv.URL, "/drafts/")
+	code, out, errOut := runExplainCmd("-config", cfg, "-json", "-offline", srv.URL+"/private/report", srv.URL+"/drafts/a")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got := decodeLines(t, out)
+	if len(got) != 2 || !got[0].Crawl || got[0].Reason != "" || got[0].Rule != "" || got[1].Reason != "excluded" {
+		t.Errorf("offline decisions: %+v", got)
+	}
+	if n := robotsHits.Load(); n != 0 {
+		t.Errorf("robots.txt fetched %d times offline", n)
+	}
+}
+
+func TestExplainTextIsOneAlignedLinePerURL(t *testing.T) {
+	srv, _ := explainSite(t)
+	cfg := explainConfig(t, srv.URL, "/drafts/")
+	code, out, _ := runExplainCmd("-config", cfg, "-offline", srv.URL+"/page", srv.URL+"/drafts/a")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != exitOK || len(lines) != 3 {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	col := strings.Index(lines[0], "REASON")
+	if col < 0 || strings.Index(lines[1], "-") < 0 || !strings.HasPrefix(lines[2][col:], "excluded") {
+		t.Errorf("columns not aligned:\n%s", out)
+	}
+	if !strings.Contains(lines[1], "docs") || !strings.Contains(lines[1], "yes") {
+		t.Errorf("allowed line: %q", lines[1])
+	}
+}
+
+func TestExplainBadConfigExitsTwoWithPositionedErrors(t *testing.T) {
+	cfg := explainConfig(t, "http://127.0.0.1:9", `regexp:/(?=draft)`)
+	code, out, errOut := runExplainCmd("-config", cfg, "http://127.0.0.1:9/")
+	if code != exitUsage || out != "" {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	if !strings.Contains(errOut, cfg+":7:15: sources[0].exclude[0]: the lookahead (?=...) is not supported") {
+		t.Errorf("stderr: %q", errOut)
+	}
+	if code, _, _ := runExplainCmd("http://x/"); code != exitUsage {
+		t.Errorf("without -config: exit %d", code)
+	}
+	if code, _, _ := runExplainCmd("-config", cfg); code != exitUsage {
+		t.Errorf("without URLs: exit %d", code)
+	}
+}
