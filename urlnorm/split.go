@@ -4,6 +4,8 @@ import "strings"
 
 // Parts are the components of a normalised URL, as substrings of it.
 type Parts struct {
+	// Origin is "scheme://host[:port]", the URL up to its path.
+	Origin string
 	Scheme string
 	// Host is the host name, or an IPv6 literal without its brackets.
 	Host string
@@ -31,6 +33,7 @@ func Split(s string) (Parts, bool) {
 		end = len(rest)
 	}
 	host := rest[:end]
+	p.Origin = s[:i+3+end]
 	rest = rest[end:]
 	if strings.HasPrefix(host, "[") {
 		j := strings.IndexByte(host, ']')

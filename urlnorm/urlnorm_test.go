@@ -206,10 +206,10 @@ func TestSortingManyParametersKeepsThemAll(t *testing.T) {
 
 func TestSplitCutsNormalisedURLs(t *testing.T) {
 	for in, want := range map[string]Parts{
-		"http://a.example/x/y?q=1":     {Scheme: "http", Host: "a.example", Path: "/x/y", Query: "q=1"},
-		"https://a.example:8443/":      {Scheme: "https", Host: "a.example", Port: "8443", Path: "/"},
-		"http://[2001:db8::1]:8080/p":  {Scheme: "http", Host: "2001:db8::1", Port: "8080", Path: "/p"},
-		"http://[2001:db8::1]/?a=b:c/": {Scheme: "http", Host: "2001:db8::1", Path: "/", Query: "a=b:c/"},
+		"http://a.example/x/y?q=1":     {Origin: "http://a.example", Scheme: "http", Host: "a.example", Path: "/x/y", Query: "q=1"},
+		"https://a.example:8443/":      {Origin: "https://a.example:8443", Scheme: "https", Host: "a.example", Port: "8443", Path: "/"},
+		"http://[2001:db8::1]:8080/p":  {Origin: "http://[2001:db8::1]:8080", Scheme: "http", Host: "2001:db8::1", Port: "8080", Path: "/p"},
+		"http://[2001:db8::1]/?a=b:c/": {Origin: "http://[2001:db8::1]", Scheme: "http", Host: "2001:db8::1", Path: "/", Query: "a=b:c/"},
 	} {
 		got, ok := Split(in)
 		if !ok || got != want {
