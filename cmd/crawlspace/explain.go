@@ -51,10 +51,19 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: crawlspace explain -config F [-json] [-offline] [-depth N] URL...")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	// Flags may follow the URLs too: "explain -config F URL -json".
+	var urls []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return exitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		urls = append(urls, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() == 0 {
+	if len(urls) == 0 {
 		fs.Usage()
 		return exitUsage
 	}
@@ -72,7 +81,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		ex.robots = robots.NewCache(robots.HTTPFetcher(client, cfg.UserAgent), robots.CacheOptions{UserAgent: cfg.UserAgent})
 	}
 	var lines []explanation
-	for _, raw := range fs.Args() {
+	for _, raw := range urls {
 		lines = append(lines, ex.explain(set, raw, *depth))
 	}
 

@@ -131,10 +131,11 @@ func TestExplainJSONGivesEachDecisionAndTheLineThatMadeIt(t *testing.T) {
 	}
 }
 
+// Flags may also follow the URLs, as -offline does here.
 func TestExplainOfflineDoesNotConsultRobots(t *testing.T) {
 	srv, robotsHits := explainSite(t)
 	cfg := explainConfig(t, srv.URL, "/drafts/")
-	code, out, errOut := runExplainCmd("-config", cfg, "-json", "-offline", srv.URL+"/private/report", srv.URL+"/drafts/a")
+	code, out, errOut := runExplainCmd("-config", cfg, "-json", srv.URL+"/private/report", "-offline", srv.URL+"/drafts/a")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
