@@ -310,31 +310,30 @@ func glob(chunks []string, s string, openEnd, noSlash bool) bool {
 	return starMatch(chunks[1:], s, openEnd, noSlash)
 }
 
-// starMatch matches "*" chunks[0] "*" chunks[1] ... against s.
+// starMatch matches "*" chunks[0] "*" chunks[1] ... against s. Taking each
+// chunk at its leftmost possible place is always right, so it never
+// backtracks: without noSlash, a later place only leaves less text for the
+// "*" that follows; with noSlash, a chunk without "/" leaves the next gap
+// bounded by the same "/" wherever it sits, and a chunk with "/" has only
+// one place (its first "/" must land on the first "/" of s).
 func starMatch(chunks []string, s string, openEnd, noSlash bool) bool {
-	c := chunks[0]
-	last := len(chunks) == 1
-	limit := len(s) // the "*" may span s[:limit]
-	if noSlash {
-		if j := strings.IndexByte(s, '/'); j >= 0 {
-			limit = j
+	for i, c := range chunks {
+		limit := len(s) // the "*" before c may span s[:limit]
+		if noSlash {
+			if j := strings.IndexByte(s, '/'); j >= 0 {
+				limit = j
+			}
 		}
-	}
-	if last && !openEnd {
-		return len(s) >= len(c) && s[len(s)-len(c):] == c && len(s)-len(c) <= limit
-	}
-	for off := 0; off <= limit; {
-		j := strings.Index(s[off:], c)
-		if j < 0 || off+j > limit {
+		if i == len(chunks)-1 && !openEnd {
+			return len(s) >= len(c) && s[len(s)-len(c):] == c && len(s)-len(c) <= limit
+		}
+		j := strings.Index(s, c)
+		if j < 0 || j > limit {
 			return false
 		}
-		pos := off + j
-		if last || starMatch(chunks[1:], s[pos+len(c):], openEnd, noSlash) {
-			return true
-		}
-		off = pos + 1
+		s = s[j+len(c):]
 	}
-	return false
+	return true
 }
 
 // decideDomain returns the first domain rule matching host and port, or noMatch.
