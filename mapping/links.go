@@ -1,0 +1,436 @@
+package mapping
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Link is a hyperlink found in a page.
+type Link struct {
+	// URL is absolute, resolved against <base href> or the page URL, with
+	// the fragment and any user information removed. The provider still
+	// normalises it before queueing.
+	URL string `json:"url"`
+	// NoFollow is set when every occurrence of the link on the page carries
+	// rel="nofollow".
+	NoFollow bool `json:"nofollow,omitempty"`
+	// Tag is the element of the first occurrence: a, area, frame, iframe,
+	// or meta for a <meta http-equiv="refresh"> target.
+	Tag string `json:"tag"`
+}
+
+const (
+	tagA uint8 = iota
+	tagArea
+	tagFrame
+	tagIframe
+	tagMeta
+)
+
+var linkTagNames = [...]string{tagA: "a", tagArea: "area", tagFrame: "frame", tagIframe: "iframe", tagMeta: "meta"}
+
+// rawLink is a link as written, kept in the parser's arena until the whole
+// page has been read: <base href> applies to links before it too.
+type rawLink struct {
+	start, end int
+	tag        uint8
+	nofollow   bool
+}
+
+// appendURLText appends an attribute value as URL text: leading and
+// trailing spaces and control characters removed, tabs and newlines inside
+// deleted, as the URL standard does before parsing.
+func appendURLText(dst, v []byte) []byte {
+	i, j := 0, len(v)
+	for i < j && v[i] <= ' ' {
+		i++
+	}
+	for j > i && v[j-1] <= ' ' {
+		j--
+	}
+	for _, c := range v[i:j] {
+		if c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// schemeOf returns the scheme of an absolute reference, nil for a
+// relative one.
+func schemeOf(s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case c == ':' && i > 0:
+			return s[:i]
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// linkBase is the URL a page's links resolve against, prepared so the
+// common kinds of reference (absolute, root-relative, relative, with or
+// without dot segments) resolve without net/url and without allocating:
+// the caller turns the bytes into a string only for a link it keeps. The
+// result is the string net/url would give (a test and a fuzz target hold
+// the two to it); anything unusual, such as IPv6 hosts, user information or
+// characters to escape, takes the net/url path.
+type linkBase struct {
+	u      *url.URL
+	origin string // "scheme://host"; "" disables the fast path
+	path   string // escaped path, "" for none
+	dir    string // path up to its last '/'; "" disables relative references
+	tmp    []byte
+}
+
+func newLinkBase(u *url.URL) linkBase {
+	b := linkBase{u: u}
+	if u.User != nil || u.Opaque != "" || !plainHost([]byte(u.Host)) || (u.Scheme != "http" && u.Scheme != "https") {
+		return b
+	}
+	b.origin = u.Scheme + "://" + strings.ToLower(u.Host)
+	b.path = u.EscapedPath()
+	if p := []byte(b.path); plainPath(p) && !hasDotSegment(p) && (b.path == "" || b.path[0] == '/') {
+		b.dir = "/"
+		if i := strings.LastIndexByte(b.path, '/'); i >= 0 {
+			b.dir = b.path[:i+1]
+		}
+	}
+	return b
+}
+
+// resolve is appendResolved for a single string.
+func (b *linkBase) resolve(ref string) (string, bool) {
+	out, ok := b.appendResolved(nil, []byte(ref))
+	return string(out), ok
+}
+
+// appendResolved appends the absolute http(s) URL of ref, without fragment
+// or user information, to dst; ok is false (and dst unchanged) for anything
+// that is not a web link.
+func (b *linkBase) appendResolved(dst, ref []byte) ([]byte, bool) {
+	if len(ref) == 0 || ref[0] == '#' {
+		return dst, false // the page itself
+	}
+	sc := schemeOf(ref)
+	if sc != nil && !equalFoldASCII(sc, "http") && !equalFoldASCII(sc, "https") {
+		return dst, false // mailto:, javascript:, tel:, data:, ftp: ...
+	}
+	// The fragment goes before parsing: a bad escape in it must not cost
+	// the link.
+	if i := bytes.IndexByte(ref, '#'); i >= 0 {
+		ref = ref[:i]
+	}
+	if out, ok := b.appendFast(dst, ref, sc); ok {
+		return out, true
+	}
+	u, err := b.u.Parse(string(ref))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return dst, false
+	}
+	u.Fragment, u.RawFragment = "", ""
+	u.Host = strings.ToLower(u.Host)
+	// Credentials in a link must not travel into the frontier and logs.
+	u.User = nil
+	abs := u.String()
+	// net/url accepts some hosts ("//::") it then cannot read back.
+	if _, err := url.Parse(abs); err != nil {
+		return dst, false
+	}
+	return append(dst, abs...), true
+}
+
+func (b *linkBase) appendFast(dst, ref, sc []byte) ([]byte, bool) {
+	if b.origin == "" || len(ref) == 0 {
+		return dst, false
+	}
+	path, query, hasQuery := bytes.Cut(ref, []byte{'?'})
+	if !plainPath(path) || (hasQuery && !plainQuery(query)) || equalFoldASCII(path, "%2a") {
+		// "%2A" alone decodes to "*", which net/url never re-escapes.
+		return dst, false
+	}
+	start := len(dst)
+	switch {
+	case len(path) >= 2 && path[0] == '/' && path[1] == '/':
+		return dst, false // scheme-relative: net/url
+	case sc != nil:
+		rest := path[len(sc)+1:]
+		if !bytes.HasPrefix(rest, []byte("//")) {
+			return dst, false
+		}
+		rest = rest[2:]
+		i := bytes.IndexByte(rest, '/')
+		if i < 0 {
+			i = len(rest)
+		}
+		if !plainHost(rest[:i]) {
+			return dst, false
+		}
+		dst = appendLower(dst, sc)
+		dst = append(dst, "://"...)
+		dst = appendLower(dst, rest[:i])
+		dst = b.appendPath(dst, "", rest[i:])
+	case len(path) == 0:
+		if b.dir == "" {
+			return dst, false
+		}
+		dst = append(dst, b.origin...)
+		dst = append(dst, b.path...)
+	case path[0] == '/':
+		dst = append(dst, b.origin...)
+		dst = b.appendPath(dst, "", path)
+	default:
+		if b.dir == "" || bytes.IndexByte(path, ':') >= 0 {
+			return dst[:start], false
+		}
+		dst = append(dst, b.origin...)
+		dst = b.appendPath(dst, b.dir, path)
+	}
+	if hasQuery {
+		dst = append(dst, '?')
+		dst = append(dst, query...)
+	}
+	return dst, true
+}
+
+// appendPath appends dir+rel with dot segments removed, exactly as
+// net/url's resolvePath does.
+func (b *linkBase) appendPath(dst []byte, dir string, rel []byte) []byte {
+	b.tmp = append(append(b.tmp[:0], dir...), rel...)
+	full := b.tmp
+	if len(full) == 0 {
+		return dst
+	}
+	if !hasDotSegment(full) && full[0] == '/' {
+		return append(dst, full...)
+	}
+	mark := len(dst)
+	dst = append(dst, '/')
+	var elem []byte
+	rem, found, first := full, true, true
+	for found {
+		elem, rem, found = bytes.Cut(rem, []byte{'/'})
+		switch {
+		case isDot(elem):
+			first = false
+			continue
+		case isDotDot(elem):
+			if i := bytes.LastIndexByte(dst[mark+1:], '/'); i >= 0 {
+				dst = dst[:mark+1+i]
+			} else {
+				dst = dst[:mark+1]
+			}
+			first = len(dst) == mark+1
+		default:
+			if !first {
+				dst = append(dst, '/')
+			}
+			dst = append(dst, elem...)
+			first = false
+		}
+	}
+	if isDot(elem) || isDotDot(elem) {
+		dst = append(dst, '/')
+	}
+	if len(dst) > mark+1 && dst[mark+1] == '/' {
+		copy(dst[mark:], dst[mark+1:])
+		dst = dst[:len(dst)-1]
+	}
+	return dst
+}
+
+func isDot(e []byte) bool    { return len(e) == 1 && e[0] == '.' }
+func isDotDot(e []byte) bool { return len(e) == 2 && e[0] == '.' && e[1] == '.' }
+
+func appendLower(dst, s []byte) []byte {
+	for _, c := range s {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// plainHost is a host name or IPv4 address with an optional port: no user
+// information, no IPv6 brackets, nothing to escape.
+func plainHost(h []byte) bool {
+	name, port, hasPort := bytes.Cut(h, []byte{':'})
+	if len(name) == 0 || (hasPort && len(port) == 0) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPath holds only characters net/url leaves as they are in a path,
+// with every % starting a valid escape.
+func plainPath(p []byte) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
+		case c == '%':
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// plainQuery holds only printable ASCII net/url passes through unchanged.
+func plainQuery(q []byte) bool {
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == '^' || c == '`' || c == '{' || c == '|' || c == '}' {
+			return false
+		}
+		if c == '%' && (i+2 >= len(q) || !isHex(q[i+1]) || !isHex(q[i+2])) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// hasDotSegment reports whether a path has a "." or ".." segment.
+func hasDotSegment(p []byte) bool {
+	for len(p) > 0 {
+		var seg []byte
+		seg, p, _ = bytes.Cut(p, []byte{'/'})
+		if isDot(seg) || isDotDot(seg) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveLinks resolves, filters and deduplicates the page's links, keeping
+// at most max (0: no cap). Only kept links cost an allocation.
+func (p *parser) resolveLinks(base *linkBase, self string, max int) ([]Link, bool) {
+	if len(p.links) == 0 {
+		return nil, false
+	}
+	clear(p.seen)
+	out := make([]Link, 0, min(len(p.links), max))
+	capped := false
+	for _, rl := range p.links {
+		var ok bool
+		p.resolved, ok = base.appendResolved(p.resolved[:0], p.arena[rl.start:rl.end])
+		if !ok || string(p.resolved) == self {
+			continue
+		}
+		if i, dup := p.seen[string(p.resolved)]; dup {
+			out[i].NoFollow = out[i].NoFollow && rl.nofollow
+			continue
+		}
+		if max > 0 && len(out) >= max {
+			capped = true
+			continue // a later duplicate may still clear a nofollow
+		}
+		abs := string(p.resolved)
+		p.seen[abs] = len(out)
+		out = append(out, Link{URL: abs, NoFollow: rl.nofollow, Tag: linkTagNames[rl.tag]})
+	}
+	if len(out) == 0 {
+		return nil, capped
+	}
+	return out, capped
+}
+
+// refreshURL extracts the target of <meta http-equiv="refresh"
+// content="5; url=/next">.
+func refreshURL(content string) string {
+	_, rest, ok := strings.Cut(content, ";")
+	if !ok {
+		_, rest, ok = strings.Cut(content, ",")
+		if !ok {
+			return ""
+		}
+	}
+	rest = strings.TrimSpace(rest)
+	if len(rest) >= 3 && strings.EqualFold(rest[:3], "url") {
+		r := strings.TrimSpace(rest[3:])
+		if strings.HasPrefix(r, "=") {
+			rest = strings.TrimSpace(r[1:])
+		}
+	}
+	if n := len(rest); n >= 2 && (rest[0] == '\'' || rest[0] == '"') {
+		if i := strings.IndexByte(rest[1:], rest[0]); i >= 0 {
+			rest = rest[1 : 1+i]
+		} else {
+			rest = rest[1:]
+		}
+	}
+	return rest
+}
+
+// headerCanonical finds rel="canonical" in the Link headers (RFC 8288),
+// the way non-HTML resources and some CMSs declare it.
+func headerCanonical(h http.Header) string {
+	for _, v := range h.Values("Link") {
+		for {
+			i := strings.IndexByte(v, '<')
+			if i < 0 {
+				break
+			}
+			j := strings.IndexByte(v[i:], '>')
+			if j < 0 {
+				break
+			}
+			target := v[i+1 : i+j]
+			params := v[i+j+1:]
+			if k := strings.IndexByte(params, '<'); k >= 0 {
+				v = params[k:]
+				params = params[:k]
+			} else {
+				v = ""
+			}
+			if relCanonical(params) {
+				return strings.TrimSpace(target)
+			}
+		}
+	}
+	return ""
+}
+
+func relCanonical(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, val, ok := strings.Cut(p, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
+			continue
+		}
+		val = strings.Trim(strings.TrimSpace(val), `"',`)
+		for tok := range strings.FieldsSeq(val) {
+			if strings.EqualFold(tok, "canonical") {
+				return true
+			}
+		}
+	}
+	return false
+}
