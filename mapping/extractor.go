@@ -74,7 +74,7 @@ const (
 	// DefaultMaxBodyBytes caps doc_body.
 	DefaultMaxBodyBytes = 1 << 20
 	// DefaultMaxLinksPerPage caps the distinct links taken from one page.
-	DefaultMaxLinksPerPage = 5000
+	DefaultMaxLinksPerPage = 2000
 )
 
 // Page is a fetched page.
@@ -87,10 +87,10 @@ type Page struct {
 	Source string
 	// Fetched becomes doc_crawled.
 	Fetched time.Time
-	// AddMeta holds the add_meta of the crawl rule that matched the page.
-	// A key naming an extra_* field fills that field; any other key is
-	// metadata, as if the page had a <meta name> of that name. Values come
-	// after the page's own and count in doc_content_hash.
+	// AddMeta holds the add_meta of the crawl rule that matched the page:
+	// a key fills the extra field of that name ("section" and
+	// "extra_section" both fill extra_section). Values come after the
+	// page's own and count in doc_content_hash.
 	AddMeta map[string]string
 }
 
@@ -231,16 +231,12 @@ func New(cfg *config.Config, src *config.Source) (*Extractor, error) {
 		p := fmt.Sprintf("%s.extraction.meta_mappings[%d]", path, i)
 		// Split at the last colon: metadata names have colons of their
 		// own (og:type, article:tag), field names never do.
-		j := strings.LastIndexByte(m, ':')
-		if j < 0 {
+		name, field, ok := config.SplitMetaMapping(m)
+		if !ok {
 			errf(p, "%q is not a mapping: want metaname:extra_field", m)
 			continue
 		}
-		name, field := strings.ToLower(strings.TrimSpace(m[:j])), strings.TrimSpace(m[j+1:])
-		if name == "" {
-			errf(p, "%q names no metadata: want metaname:extra_field", m)
-			continue
-		}
+		name = strings.ToLower(name)
 		if fi, ok := x.extraField(field, func(format string, args ...any) { errf(p, format, args...) }); ok {
 			r := x.meta[name]
 			if r == nil {
@@ -261,11 +257,7 @@ func New(cfg *config.Config, src *config.Source) (*Extractor, error) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			p := fmt.Sprintf("%s.crawl_rules[%d].add_meta.%s", path, i, k)
-			if strings.HasPrefix(k, docfields.ExtraPrefix) {
-				x.extraField(k, func(format string, args ...any) { errf(p, format, args...) })
-			} else if x.meta[strings.ToLower(k)] == nil {
-				errf(p, "add_meta %q would be lost: name a declared extra_* field, or map the name with meta_mappings", k)
-			}
+			x.extraField(config.AddMetaField(k), func(format string, args ...any) { errf(p, format, args...) })
 		}
 	}
 
@@ -415,7 +407,8 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	return res, nil
 }
 
-// addMeta applies a crawl rule's add_meta.
+// addMeta applies a crawl rule's add_meta: "section" and "extra_section"
+// both fill extra_section, as in the configuration.
 func (x *Extractor) addMeta(p *parser, add map[string]string) {
 	if len(add) == 0 {
 		return
@@ -426,11 +419,9 @@ func (x *Extractor) addMeta(p *parser, add map[string]string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if fi, ok := x.extraIndex[k]; ok {
+		if fi, ok := x.extraIndex[config.AddMetaField(k)]; ok {
 			v := extraValue(p.scratch.normalize([]byte(add[k])), x.extras[fi].typ)
 			p.extras[fi] = appendUnique(p.extras[fi], v)
-		} else if r := x.meta[strings.ToLower(k)]; r != nil {
-			p.applyMeta(r, []byte(add[k]))
 		}
 	}
 }

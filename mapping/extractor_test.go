@@ -71,7 +71,7 @@ func TestNewReportsEachExtractionMistakeAtItsKeyPath(t *testing.T) {
 				TitleOrder:   []string{"h1", "subtitle", "h1"},
 				MaxBodyBytes: -5,
 			},
-			CrawlRules: []config.CrawlRule{{AddMeta: map[string]string{"section": "x", "extra_nope": "y", "category": "z"}}},
+			CrawlRules: []config.CrawlRule{{AddMeta: map[string]string{"section": "x", "extra_nope": "y", "category": "z", "extra_category": "w"}}},
 		}},
 	}
 	_, err := New(cfg, &cfg.Sources[1])
@@ -311,13 +311,13 @@ func TestExtraFieldsKeepOnlyValuesOfTheirType(t *testing.T) {
 	}
 }
 
-func TestAddMetaFillsExtraFieldsAndMappedNames(t *testing.T) {
+func TestAddMetaFillsExtraFieldsAfterThePagesOwnValues(t *testing.T) {
 	x := newExtractor(t, func(c *config.Config) {
 		c.Sources[0].Extraction.MetaMappings = []string{"section:extra_category"}
-		c.Sources[0].CrawlRules = []config.CrawlRule{{AddMeta: map[string]string{"section": "News", "extra_n": "7"}}}
+		c.Sources[0].CrawlRules = []config.CrawlRule{{AddMeta: map[string]string{"category": "News", "extra_n": "7"}}}
 	})
 	u, _ := url.Parse("http://h.test/")
-	page := Page{URL: u, Body: []byte(`<meta name="section" content="Local"><p>x</p>`), AddMeta: map[string]string{"section": "News", "extra_n": "7"}}
+	page := Page{URL: u, Body: []byte(`<meta name="section" content="Local"><p>x</p>`), AddMeta: map[string]string{"category": "News", "extra_n": "7"}}
 	res, err := x.Extract(page)
 	if err != nil {
 		t.Fatal(err)
