@@ -317,7 +317,7 @@ func TestPosAndRefPointAtTheWrittenValue(t *testing.T) {
 		{"sources[0]", "- name: intranet", "name"},
 		{"sources[0].start_urls[1]", "start_urls:", `"https://wiki`},
 		{"sources[0].exclude[1]", "exclude: [/private/", `"regexp:`},
-		{"sources[0].rules[2]", "*fs/*", "forbid"},
+		{"sources[0].rules[3]", "*fs/*", "forbid"},
 		{"sources[0].crawl_rules[0].match", "      - match:", "match"}, // a block value: the key's place
 		{"sources[0].crawl_rules[0].match.and[0].domain", "{domain: intranet.example}", "intranet.example"},
 		{"sources[0].crawl_rules[0].match.and[2].or[1].scheme", "{scheme: https}", "https}"},
@@ -341,9 +341,9 @@ func TestPosAndRefPointAtTheWrittenValue(t *testing.T) {
 	if got := c.Ref("nowhere.at.all"); got != "nowhere.at.all" {
 		t.Errorf("Ref of an unwritten path = %q", got)
 	}
-	e := c.Errorf(SourcePath(0)+".rules[2]", "forbidden by %s", "me")
+	e := c.Errorf(SourcePath(0)+".rules[3]", "forbidden by %s", "me")
 	want := at(t, data, "*fs/*", "forbid")
-	if e.Line != want.Line || e.Column != want.Column || e.Path != "sources[0].rules[2]" || e.File != file || e.Msg != "forbidden by me" {
+	if e.Line != want.Line || e.Column != want.Column || e.Path != "sources[0].rules[3]" || e.File != file || e.Msg != "forbidden by me" {
 		t.Errorf("Errorf = %+v", e)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/rules"
 )
 
 // newFlags makes a flag set whose errors and usage go to stderr and that
@@ -19,27 +21,41 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-// loadConfig loads and validates path, printing every problem as
-// "file:line:col: path: message" on stderr. ok is false when the caller
-// must exit with exitUsage.
-func loadConfig(path string, stderr io.Writer) (*config.Config, bool) {
+// loadConfig loads and validates path — its YAML, its crawl space and its
+// document mapping — printing every problem as "file:line:col: path:
+// message" on stderr. ok is false when the caller must exit with exitUsage.
+func loadConfig(path string, stderr io.Writer) (*config.Config, *rules.Set, bool) {
 	if path == "" {
 		fmt.Fprintln(stderr, "crawlspace: -config is required")
-		return nil, false
+		return nil, nil, false
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
+	report := func(err error) {
 		var list config.Errors
 		if errors.As(err, &list) {
 			for _, e := range list {
 				fmt.Fprintln(stderr, e.Error())
 			}
-		} else {
-			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return
 		}
-		return nil, false
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 	}
-	return cfg, true
+	cfg, err := config.Load(path)
+	if err != nil {
+		report(err)
+		return nil, nil, false
+	}
+	set, err := rules.Compile(cfg)
+	if err != nil {
+		report(err)
+		return nil, nil, false
+	}
+	for i := range cfg.Sources {
+		if _, err := mapping.New(cfg, &cfg.Sources[i]); err != nil {
+			report(err)
+			return nil, nil, false
+		}
+	}
+	return cfg, set, true
 }
 
 // newLogger builds the structured log from the config and the -v/-quiet flags.

@@ -27,7 +27,7 @@ func runCrawl(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	cfg, ok := loadConfig(*path, os.Stderr)
+	cfg, _, ok := loadConfig(*path, os.Stderr)
 	if !ok {
 		return exitUsage
 	}

@@ -67,7 +67,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	cfg, set, ok := explainLoad(*path, stderr)
+	cfg, set, ok := loadConfig(*path, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -110,34 +110,6 @@ func explain(args []string, stdout, stderr io.Writer) int {
 
 // explainLoad loads and compiles the config, printing every problem as
 // "file:line:col: path: message" on stderr.
-func explainLoad(path string, stderr io.Writer) (*config.Config, *rules.Set, bool) {
-	if path == "" {
-		fmt.Fprintln(stderr, "crawlspace explain: -config is required")
-		return nil, nil, false
-	}
-	report := func(err error) {
-		var errs config.Errors
-		if errors.As(err, &errs) {
-			for _, e := range errs {
-				fmt.Fprintln(stderr, e.Error())
-			}
-			return
-		}
-		fmt.Fprintf(stderr, "%s: %v\n", path, err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		report(err)
-		return nil, nil, false
-	}
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		report(err)
-		return nil, nil, false
-	}
-	return cfg, set, true
-}
-
 type explainer struct {
 	cfg     *config.Config
 	offline bool

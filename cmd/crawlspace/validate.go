@@ -15,7 +15,7 @@ func runValidate(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	cfg, ok := loadConfig(*path, os.Stderr)
+	cfg, _, ok := loadConfig(*path, os.Stderr)
 	if !ok {
 		return exitUsage
 	}
