@@ -281,14 +281,27 @@ func plainHost(h []byte) bool {
 	return true
 }
 
+// pathChar marks the bytes net/url leaves unescaped in a path.
+var pathChar = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range []byte("-._~!$&'()*+,;=:@/") {
+		t[c] = true
+	}
+	return t
+}()
+
 // plainPath holds only characters net/url leaves as they are in a path,
 // with every % starting a valid escape.
 func plainPath(p []byte) bool {
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
+		case pathChar[c]:
 		case c == '%':
 			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
 				return false

@@ -121,9 +121,14 @@ type parser struct {
 	z *html.Tokenizer
 
 	stack     []elem
-	removed   int  // removed elements open
-	foreign   int  // svg and math elements open
-	inert     int  // template elements open
+	removed   int // removed elements open
+	foreign   int // svg and math elements open
+	inert     int // template elements open
+	openP     int // p elements open: most pages close their paragraphs,
+	openLi    int // so implied ends only search when one is open
+	openDd    int
+	openA     int
+	uncounted int
 	pre       int  // pre and listing elements open
 	heading   int  // stack index + 1 of the open heading, 0 if none
 	noindex   bool // inside <!--noindex--> … <!--endnoindex-->
@@ -162,6 +167,7 @@ func (p *parser) reset(x *Extractor) {
 	p.z = nil
 	p.stack = p.stack[:0]
 	p.removed, p.foreign, p.inert, p.pre, p.heading = 0, 0, 0, 0, 0
+	p.openP, p.openLi, p.openDd, p.openA = 0, 0, 0, 0
 	p.noindex, p.inBody, p.inTitle, p.titleSeen = false, false, false, false
 	p.body.reset(x.maxBody, true)
 	p.head.reset(0, false)
@@ -369,6 +375,7 @@ func (p *parser) startTag(raw []byte, selfClosing bool) {
 	if f&fInert != 0 {
 		p.inert++
 	}
+	*p.openCount(key)++
 	if f&fPre != 0 {
 		p.pre++
 		p.body.pre = true
@@ -422,6 +429,7 @@ func (p *parser) popTo(i int) {
 		if e.flags&fInert != 0 {
 			p.inert--
 		}
+		*p.openCount(e.key)--
 		if e.flags&fPre != 0 {
 			p.pre--
 			p.body.pre = p.pre > 0
@@ -446,13 +454,19 @@ func (p *parser) endHeading(key uint64) {
 // standard's tree construction rules, so that "<p class=noindex>a<p>b"
 // removes a and keeps b.
 func (p *parser) implyEnds(a atom.Atom, f uint16) {
-	if f&fClosesP != 0 {
+	if f&fClosesP != 0 && p.openP > 0 {
 		p.closeOpen(func(k uint64) bool { return k == uint64(atom.P) }, stopsP)
 	}
 	switch a {
 	case atom.Li:
+		if p.openLi == 0 {
+			return
+		}
 		p.closeOpen(func(k uint64) bool { return k == uint64(atom.Li) }, stopsLi)
 	case atom.Dd, atom.Dt:
+		if p.openDd == 0 {
+			return
+		}
 		p.closeOpen(func(k uint64) bool { return k == uint64(atom.Dd) || k == uint64(atom.Dt) }, stopsDd)
 	case atom.Tr:
 		p.closeLowest(isRowPart, stopsRow)
@@ -471,8 +485,27 @@ func (p *parser) implyEnds(a atom.Atom, f uint16) {
 		}
 	case atom.A:
 		// Links do not nest; a new one closes the one still open.
+		if p.openA == 0 {
+			return
+		}
 		p.closeOpen(func(k uint64) bool { return k == uint64(atom.A) }, stopsP)
 	}
+}
+
+// openCount is the counter of open elements with key; a scratch counter
+// for elements nobody counts.
+func (p *parser) openCount(key uint64) *int {
+	switch key {
+	case uint64(atom.P):
+		return &p.openP
+	case uint64(atom.Li):
+		return &p.openLi
+	case uint64(atom.Dd), uint64(atom.Dt):
+		return &p.openDd
+	case uint64(atom.A):
+		return &p.openA
+	}
+	return &p.uncounted
 }
 
 func (p *parser) closeTop(key uint64) {

@@ -51,52 +51,70 @@ func (t *textBuf) write(s []byte) {
 	}
 	run := -1 // start of the current run of visible characters
 	var first, last rune
-	flush := func(end int) {
-		if run >= 0 {
-			t.put(s[run:end], first, last)
-			run = -1
-		}
-	}
 	for i := 0; i < len(s); {
 		c := s[i]
+		if c > ' ' && c < 0x7f {
+			if run < 0 {
+				run, first = i, rune(c)
+			}
+			// A run goes on over single spaces between visible ASCII
+			// characters, so ordinary prose is copied a phrase at a time.
+			j := i + 1
+			for j < len(s) {
+				if c := s[j]; c > ' ' && c < 0x7f {
+					j++
+				} else if c == ' ' && j+1 < len(s) && s[j+1] > ' ' && s[j+1] < 0x7f {
+					j += 2
+				} else {
+					break
+				}
+			}
+			last = rune(s[j-1])
+			i = j
+			continue
+		}
+		k, size := sepNone, 1
+		var r rune
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '\n' && t.pre:
-				flush(i)
-				t.sep(sepLine)
+				k = sepLine
 			case c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
-				flush(i)
-				t.sep(sepSpace)
-			case c < 0x20 || c == 0x7f:
-				flush(i) // control characters are dropped
-			default:
-				if run < 0 {
-					run, first = i, rune(c)
+				k = sepSpace
+			}
+			// Other control characters are dropped.
+		} else {
+			r, size = utf8.DecodeRune(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				if run >= 0 {
+					t.put(s[run:i], first, last)
+					run = -1
 				}
-				last = rune(c)
+				t.put(replacementChar, utf8.RuneError, utf8.RuneError)
+				i++
+				continue
+			case unicode.IsSpace(r):
+				k = sepSpace
+			case !invisible(r):
+				if run < 0 {
+					run, first = i, r
+				}
+				last = r
+				i += size
+				continue
 			}
-			i++
-			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			flush(i)
-			t.put(replacementChar, utf8.RuneError, utf8.RuneError)
-		case unicode.IsSpace(r):
-			flush(i)
-			t.sep(sepSpace)
-		case invisible(r):
-			flush(i)
-		default:
-			if run < 0 {
-				run, first = i, r
-			}
-			last = r
+		if run >= 0 {
+			t.put(s[run:i], first, last)
+			run = -1
 		}
+		t.sep(k)
 		i += size
 	}
-	flush(len(s))
+	if run >= 0 {
+		t.put(s[run:], first, last)
+	}
 }
 
 var replacementChar = []byte("\uFFFD")
@@ -141,6 +159,9 @@ func (t *textBuf) put(run []byte, first, last rune) {
 		}
 		for room > 0 && room < len(run) && !utf8.RuneStart(run[room]) {
 			room--
+		}
+		for room > 0 && run[room-1] == ' ' {
+			room-- // a run may hold single spaces; none may end the text
 		}
 		if room > 0 {
 			if sep != 0 {
