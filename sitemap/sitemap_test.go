@@ -650,7 +650,7 @@ func TestUTF16IsTranscoded(t *testing.T) {
 	}
 }
 
-func TestKindNames(t *testing.T) {
+func TestKindStringNamesEachFormat(t *testing.T) {
 	for k, want := range map[Kind]string{Unknown: "unknown", URLSet: "urlset", Index: "sitemapindex", Text: "text", RSS: "rss", Atom: "atom", 9: "Kind(9)"} {
 		if k.String() != want {
 			t.Errorf("%d: %q, want %q", k, k.String(), want)
@@ -658,7 +658,7 @@ func TestKindNames(t *testing.T) {
 	}
 }
 
-func TestIsAbsHTTP(t *testing.T) {
+func TestIsAbsHTTPAcceptsOnlyAbsoluteHTTPURLsWithAHost(t *testing.T) {
 	for s, want := range map[string]bool{
 		"http://a.example/":            true,
 		"HTTPS://A.EXAMPLE":            true,
