@@ -31,10 +31,12 @@
 //     iframe, noembed, noframes and svg, and the regions between
 //     <!--noindex--> and <!--endnoindex--> or Google's <!--googleoff:
 //     index|all--> and <!--googleon: index|all-->, which may span elements.
-//     Links inside all of these are still returned. Block elements become
-//     line breaks, table cells spaces, and links, buttons and images word
-//     breaks, so no two words are glued together. doc_body is capped at
-//     max_body_bytes (default 1 MiB) on a character boundary.
+//     Links inside all of these but template (whose content is not part
+//     of the page) are still returned. Block elements become line breaks,
+//     table cells spaces, and links, buttons, images and removed parts
+//     word breaks, so no two words are glued together; inline elements
+//     such as b or span join their text as a browser shows it. doc_body is
+//     capped at max_body_bytes (default 1 MiB) on a character boundary.
 //   - Links from a and area href, frame and iframe src and meta refresh,
 //     resolved against <base href>; only http and https.
 //   - Robots directives from meta tags and X-Robots-Tag, and rel=canonical
@@ -445,7 +447,10 @@ func (x *Extractor) title(p *parser, u *url.URL) string {
 			return capTitle(t)
 		}
 	}
-	return capTitle(urlTitle(u))
+	if t := urlTitle(u); t != "" {
+		return capTitle(t)
+	}
+	return capTitle(u.String()) // a URL without host: never an empty title
 }
 
 func capTitle(t string) string {

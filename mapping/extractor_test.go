@@ -502,3 +502,25 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+func TestOnlyTheFirstTitleIsTheTitleAndNoTitleIsBodyText(t *testing.T) {
+	x := newExtractor(t, nil)
+	res := extract(t, x, "http://h.test/", `<title>First</title><body><p>Text</p><title>Second</title><svg><title>Icon</title></svg>`)
+	if res.Doc.Title != "First" || res.Doc.Body != "Text" {
+		t.Errorf("title %q body %q", res.Doc.Title, res.Doc.Body)
+	}
+}
+
+func TestDeepNestingStillKeepsScriptsOutOfTheBody(t *testing.T) {
+	x := newExtractor(t, nil)
+	depth := maxStack + 100
+	page := strings.Repeat("<div>", depth) + `<script>var secret = 1;</script><style>p{}</style>deep text` +
+		strings.Repeat("</div>", depth) + `<p>after</p><a href="/deep-link">x</a>`
+	res := extract(t, x, "http://h.test/", page)
+	if strings.Contains(res.Doc.Body, "secret") || strings.Contains(res.Doc.Body, "p{}") {
+		t.Errorf("script or style text in the body: %q", res.Doc.Body)
+	}
+	if !strings.Contains(res.Doc.Body, "deep text") || !strings.HasSuffix(res.Doc.Body, "after\nx") || len(res.Links) != 1 {
+		t.Errorf("body %q links %v", res.Doc.Body, res.Links)
+	}
+}

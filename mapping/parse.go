@@ -64,7 +64,8 @@ func classify(a atom.Atom) uint16 {
 	case atom.Frame:
 		return fVoid
 	case atom.Title:
-		return fHeadOK | fRawText
+		// Only the first title is captured; others are no body text.
+		return fHeadOK | fRawText | fSkip
 	case atom.Script, atom.Style, atom.Noscript:
 		return fHeadOK | fSkip | fRawText
 	case atom.Template:
@@ -135,6 +136,7 @@ type parser struct {
 	inBody    bool
 	inTitle   bool
 	titleSeen bool
+	skipRaw   bool // the next text token is the content of an untracked raw element
 
 	body, head, tbuf, scratch textBuf
 	name                      []byte
@@ -168,7 +170,7 @@ func (p *parser) reset(x *Extractor) {
 	p.stack = p.stack[:0]
 	p.removed, p.foreign, p.inert, p.pre, p.heading = 0, 0, 0, 0, 0
 	p.openP, p.openLi, p.openDd, p.openA = 0, 0, 0, 0
-	p.noindex, p.inBody, p.inTitle, p.titleSeen = false, false, false, false
+	p.noindex, p.inBody, p.inTitle, p.titleSeen, p.skipRaw = false, false, false, false, false
 	p.body.reset(x.maxBody, true)
 	p.head.reset(0, false)
 	p.tbuf.reset(maxTitle, false)
@@ -212,10 +214,13 @@ func (p *parser) run(body []byte) {
 		case html.TextToken:
 			p.text(z.Text())
 		case html.StartTagToken, html.SelfClosingTagToken:
+			p.skipRaw = false
 			p.startTag(z.Raw(), tt == html.SelfClosingTagToken)
 		case html.EndTagToken:
+			p.skipRaw = false
 			p.endTag(z.Raw())
 		case html.CommentToken:
+			p.skipRaw = false
 			p.comment(z.Text())
 		}
 	}
@@ -239,6 +244,10 @@ func (p *parser) tagName(raw []byte, offset int) []byte {
 }
 
 func (p *parser) text(t []byte) {
+	if p.skipRaw {
+		p.skipRaw = false
+		return
+	}
 	if p.inTitle {
 		p.tbuf.write(t)
 		return
@@ -360,6 +369,11 @@ func (p *parser) startTag(raw []byte, selfClosing bool) {
 	}
 	p.implyEnds(a, f)
 	if len(p.stack) >= maxStack {
+		// Too deep to track: the element is treated as closed at once,
+		// but the raw text of a script or style must still not become
+		// body text.
+		p.inTitle = false
+		p.skipRaw = f&fRawText != 0
 		return
 	}
 	key := elemKey(a, name)
