@@ -116,7 +116,12 @@ func runRecord(args []string) error {
 			r.Note = strings.TrimSpace(r.Note + " " + err.Error())
 		}
 	}
-	if *kind == kindRecrawl && r.Status == "ok" && r.Site.NotModified == 0 {
+	switch {
+	case *kind != kindRecrawl || r.Status != "ok" || r.Site.NotModified > 0:
+	case r.Site.OK == 0:
+		r.Status = "n/a (no page was checked)"
+		r.Note = strings.TrimSpace(r.Note + " the re-crawl requested no page although max_age made every page due")
+	default:
 		// Without a single 304 the "re-crawl" was a second full crawl, and
 		// timing it as an aged check would be a fake number.
 		r.Status = "n/a (not implemented yet)"

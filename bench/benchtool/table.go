@@ -64,6 +64,9 @@ func summarise(id, label string, runs []Record, expected int64) *summary {
 		}
 		if r.Status != "ok" {
 			statuses[r.Status]++
+			if r.Status == "timeout" && r.Pages > 0 {
+				notes = append(notes, fmt.Sprintf("run %d: %d pages when the cap of %.0f s stopped it", r.Run, r.Pages, r.WallSec))
+			}
 			continue
 		}
 		s.ok = append(s.ok, r)
