@@ -311,6 +311,8 @@ func (it *Item) validate() error {
 		return fmt.Errorf("frontier: %s: priority shift %d out of [%d, %d]", it.URL, it.Shift, MinShift, MaxShift)
 	case it.Depth < 0:
 		return fmt.Errorf("frontier: %s: negative depth", it.URL)
+	case it.Hops < 0 || it.Hops > 255:
+		return fmt.Errorf("frontier: %s: %d redirect hops out of [0, 255]", it.URL, it.Hops)
 	}
 	return nil
 }
@@ -387,6 +389,42 @@ func (f *Frontier) Add(items ...Item) (int, error) {
 	}
 	f.applyQueued(&eff)
 	return added, nil
+}
+
+// Exclude records URLs that were found but fall outside the crawl space,
+// as Excluded with reason, so every URL's state says why it is not crawled.
+// A URL already known keeps its state. It returns how many URLs were new,
+// so a report counts each refused URL once.
+func (f *Frontier) Exclude(reason string, items ...Item) (int, error) {
+	if reason == "" {
+		return 0, errors.New("frontier: Exclude without a reason")
+	}
+	for i := range items {
+		if err := items[i].validate(); err != nil {
+			return 0, err
+		}
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	var added int
+	err := f.write(func(tx *bolt.Tx) error {
+		added = 0
+		w := newWtx(tx)
+		for i := range items {
+			key := w.bytes(items[i].URL)
+			if w.u.Get(key) != nil {
+				continue
+			}
+			rec := Record{Item: items[i], State: Excluded, Reason: reason, Cycle: w.cycle, SeenCycle: w.cycle}
+			if err := w.put(key, &rec, false); err != nil {
+				return err
+			}
+			added++
+		}
+		return nil
+	})
+	return added, err
 }
 
 // Get returns a URL's record; InFlight when it is leased.

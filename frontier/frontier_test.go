@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -110,7 +111,7 @@ func TestRecordEncodingRoundTripsEveryField(t *testing.T) {
 	ts := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
 	full := Record{
 		Item: Item{URL: "http://a.test/x?y=1", Source: "docs", Depth: 7, Class: Redirect, Shift: -2,
-			Lastmod: ts, Via: "http://a.test/"},
+			Lastmod: ts, Via: "http://a.test/", Hops: 255},
 		State: Error, Reason: "http 500", Status: 500, ErrCount: 3, TempErrCount: 2,
 		FetchedAt: ts.Add(time.Hour), CheckedAt: ts.Add(2 * time.Hour),
 		ETag: `"abc"`, LastModified: "Tue, 02 Jan 2024 03:04:05 GMT", Hash: "h", DocID: "d",
@@ -462,5 +463,37 @@ func TestBackoffHoldsOnlyItsHost(t *testing.T) {
 	clk.Advance(time.Minute)
 	if l := mustLease(t, f); l.HostKey() != "http://b.test" || l.Record().TempErrCount != 1 {
 		t.Errorf("after the backoff: %+v", l.Record())
+	}
+}
+
+func TestExcludeRecordsNewURLsWithTheirReasonAndKeepsKnownOnes(t *testing.T) {
+	f := openTest(t, t.TempDir(), Options{})
+	mustAdd(t, f, Item{URL: "http://a.test/queued", Source: "s", Class: IndexFollow})
+	n, err := f.Exclude("offsite",
+		Item{URL: "http://a.test/queued", Source: "s"},
+		Item{URL: "http://b.test/", Source: "s", Depth: 2},
+		Item{URL: "http://b.test/", Source: "s", Depth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("Exclude counted %d new URLs, want 1", n)
+	}
+	if r := mustGet(t, f, "http://b.test/"); r.State != Excluded || r.Reason != "offsite" || r.Depth != 2 {
+		t.Errorf("excluded URL reads %s %q depth %d", r.State, r.Reason, r.Depth)
+	}
+	if r := mustGet(t, f, "http://a.test/queued"); r.State != Waiting {
+		t.Errorf("a queued URL became %s", r.State)
+	}
+	if _, err := f.Exclude(""); err == nil {
+		t.Error("Exclude without a reason was accepted")
+	}
+	// An excluded URL is never leased.
+	l, err := f.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Item().URL != "http://a.test/queued" {
+		t.Errorf("leased %s", l.Item().URL)
 	}
 }

@@ -102,6 +102,9 @@ type Item struct {
 	Lastmod time.Time
 	// Via is the referring page, optional (it costs its length on disk per URL).
 	Via string
+	// Hops counts the redirects that led to this URL from a URL found as
+	// a link, so a chain of redirects through ever new URLs is bounded.
+	Hops int
 }
 
 // Record is the stored state of one URL.
@@ -152,12 +155,15 @@ const (
 	flagIndexed = 1 << iota
 )
 
+const hopsShift = 8
+
 var errCorrupt = errors.New("frontier: corrupt record")
 
 func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, recVersion, byte(r.State), byte(r.Class))
 	b = binary.AppendVarint(b, int64(r.Shift))
-	var flags uint64
+	// Hops rides above the flag bits: records written before it read as 0.
+	flags := uint64(r.Hops) << hopsShift
 	if r.Indexed {
 		flags |= flagIndexed
 	}
@@ -238,6 +244,7 @@ func decodeRecord(url string, b []byte, r *Record, strs bool) error {
 	r.TempErrCount = int(d.uvarint())
 	flags := d.uvarint()
 	r.Indexed = flags&flagIndexed != 0
+	r.Hops = int(flags >> hopsShift)
 	r.Cycle = d.uvarint()
 	r.SeenCycle = d.uvarint()
 	r.qseq = d.uvarint()

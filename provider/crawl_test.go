@@ -22,6 +22,7 @@ import (
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/provider"
+	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -43,7 +44,9 @@ func serveDemoSite(t *testing.T) *httptest.Server {
 
 func parseConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "crawlspace.yaml")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "crawlspace.yaml")
+	yaml = "state_dir: " + filepath.Join(dir, "state") + "\n" + yaml
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +55,21 @@ func parseConfig(t *testing.T, yaml string) *config.Config {
 		t.Fatalf("config:\n%v", err)
 	}
 	return cfg
+}
+
+// crawlerFor builds the crawler the way `crawlspace crawl` does.
+func crawlerFor(t *testing.T, cfg *config.Config, s sink.Sink, report *provider.Report) *provider.Crawler {
+	t.Helper()
+	set, err := rules.Compile(cfg)
+	if err != nil {
+		t.Fatalf("rules:\n%v", err)
+	}
+	c, err := provider.New(cfg, set, s, report, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // crawl runs one cycle the way `crawlspace crawl` does.
@@ -75,10 +93,7 @@ func crawl(t *testing.T, cfg *config.Config) *provider.Report {
 		}
 		s = fs
 	}
-	c, err := provider.New(cfg, s, report, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := crawlerFor(t, cfg, s, report)
 	if err := c.Crawl(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -243,26 +258,41 @@ sources:
 	}
 }
 
-func TestCrawlRefusesLoopbackUnlessConfigAllowsPrivateNetworks(t *testing.T) {
+func TestLoopbackStartURLIsAConfigErrorUnlessPrivateNetworksAreAllowed(t *testing.T) {
+	cfg := parseConfig(t, `
+sources:
+  - name: demo
+    start_urls: ["http://127.0.0.1:9/"]
+`)
+	_, err := rules.Compile(cfg)
+	if err == nil || !strings.Contains(err.Error(), "forbidden_address") || !strings.Contains(err.Error(), ":5:18:") {
+		t.Fatalf("want a positioned forbidden_address config error, got %v", err)
+	}
+}
+
+func TestCrawlRefusesANameResolvingToLoopbackUnlessConfigAllowsPrivateNetworks(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		fmt.Fprint(w, "<title>secret</title>")
 	}))
 	defer srv.Close()
+	// The name is only known to be loopback once resolved, so the dialer must refuse it.
+	start := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/"
 	cfg := parseConfig(t, fmt.Sprintf(`
 output: {file: %q}
 sources:
   - name: demo
     start_urls: [%q]
-`, filepath.Join(t.TempDir(), "out.ndjson"), srv.URL+"/"))
+    robots: {obey: false}
+`, filepath.Join(t.TempDir(), "out.ndjson"), start))
 
 	report := crawl(t, cfg)
 	if hits.Load() != 0 {
 		t.Errorf("the loopback server got %d requests", hits.Load())
 	}
-	if report.Total.Reasons["private_address"] != 1 {
-		t.Errorf("want the start URL refused as private_address, got %+v", report.Total.Reasons)
+	if report.Total.Reasons["forbidden_address"] != 1 {
+		t.Errorf("want the start URL refused as forbidden_address, got %+v", report.Total.Reasons)
 	}
 }
 

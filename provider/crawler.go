@@ -1,381 +1,350 @@
 // Package provider is the web provider: it crawls each configured source
-// with colly, turns pages into documents through mapping and hands them to
-// a sink.
+// with colly, keeps to the crawl space the rules draw, turns pages into
+// documents through mapping and hands them to a sink, with every URL's state
+// kept in the persistent frontier.
 //
 // Concurrency is bounded by a fixed pool of workers, each calling colly
-// synchronously; colly's own Async mode would start a goroutine per request
-// with no bound on how many wait.
+// synchronously for one frontier lease at a time; colly's own Async mode
+// would start a goroutine per request with no bound on how many wait.
 package provider
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/gocolly/colly/v2"
-
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/robots"
+	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
 // Crawler runs crawl cycles over every source of one configuration.
 type Crawler struct {
 	cfg     *config.Config
+	rules   *rules.Set
+	front   *frontier.Frontier
 	sink    sink.Sink
 	report  *Report
 	log     *slog.Logger
-	sources []*source
-	coll    *colly.Collector
-	q       *queue
+	sources map[string]*source
+	order   []*source // config order
+	robots  *robots.Cache
+	agent   string // robots.txt product token
+
+	// delays holds robots.txt Crawl-delays learned per host key, read by
+	// the frontier's politeness policy.
+	delays sync.Map
 	// sourceHeaders names every custom header of any source, to strip on
 	// a redirect to another host.
 	sourceHeaders map[string]bool
 }
 
-type source struct {
-	cfg       *config.Source
-	extractor *mapping.Extractor
-	// own holds scheme://host:port of the start URLs: the hosts the source
-	// stays on, and the only hosts its credentials and headers go to.
-	own     map[string]bool
-	mime    map[string]bool
-	headers http.Header
-}
-
-// New prepares a crawler. The sink must report its results to report.SinkResult.
-func New(cfg *config.Config, s sink.Sink, report *Report, log *slog.Logger) (*Crawler, error) {
+// New prepares a crawler and opens its state store under cfg.StateDir. The
+// sink must report its results to report.SinkResult. Close releases the store.
+func New(cfg *config.Config, set *rules.Set, s sink.Sink, report *Report, log *slog.Logger) (*Crawler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Crawler{cfg: cfg, sink: s, report: report, log: log, sourceHeaders: map[string]bool{}}
+	c := &Crawler{cfg: cfg, rules: set, sink: s, report: report, log: log,
+		sources: map[string]*source{}, sourceHeaders: map[string]bool{}, agent: robots.ProductToken(cfg.UserAgent)}
 	for i := range cfg.Sources {
-		sc := &cfg.Sources[i]
-		ex, err := mapping.New(cfg, sc)
+		src, err := c.newSource(&cfg.Sources[i])
 		if err != nil {
 			return nil, err
 		}
-		src := &source{cfg: sc, extractor: ex, own: map[string]bool{}, mime: map[string]bool{}, headers: http.Header{}}
-		for _, raw := range sc.StartURLs {
-			u, err := url.Parse(raw)
-			if err != nil {
-				return nil, fmt.Errorf("source %s: start URL %q: %w", sc.Name, raw, err)
-			}
-			src.own[hostKey(u)] = true
-		}
-		for _, m := range sc.MimeTypes {
-			src.mime[strings.ToLower(m)] = true
-		}
-		for k, v := range sc.Headers {
-			src.headers.Set(k, v)
-			c.sourceHeaders[http.CanonicalHeaderKey(k)] = true
-		}
-		if sc.Auth != nil {
-			req := &http.Request{Header: http.Header{}}
-			req.SetBasicAuth(sc.Auth.Username, sc.Auth.Password)
-			src.headers.Set("Authorization", req.Header.Get("Authorization"))
-		}
-		c.sources = append(c.sources, src)
+		c.sources[src.cfg.Name] = src
+		c.order = append(c.order, src)
 	}
-	if err := c.setupCollector(); err != nil {
-		return nil, err
-	}
+	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent})
 	if cfg.Fetch.InsecureSkipVerify {
 		report.Warn("TLS certificates are not verified (fetch.insecure_skip_verify)")
 		log.Warn("TLS certificates are not verified", "setting", "fetch.insecure_skip_verify")
 	}
+	for _, src := range c.order {
+		if !config.Bool(src.cfg.Robots.Obey, true) {
+			msg := fmt.Sprintf("source %s ignores robots.txt and robots directives (robots.obey: false)", src.cfg.Name)
+			report.Warn(msg)
+			log.Warn("robots.txt and robots directives ignored", "source", src.cfg.Name, "setting", "robots.obey")
+		}
+	}
+	for _, w := range set.Warnings() {
+		report.Warn(w)
+		log.Warn(w)
+	}
+	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy})
+	if err != nil {
+		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
+	}
+	c.front = front
+	report.onAck = c.acknowledge
 	return c, nil
 }
 
-// fetchResult travels with a request through colly's callbacks.
-type fetchResult struct {
-	it       item
-	status   int
-	header   http.Header
-	body     []byte
-	finalURL *url.URL
-	skip     string // a reason decided from the headers; the body was not downloaded
-	err      error
-}
-
-const resultKey = "crawlspace.result"
-
-var errTooManyRedirects = errors.New("too many redirects")
-
-func (c *Crawler) setupCollector() error {
-	tr, err := newTransport(c.cfg)
-	if err != nil {
-		return err
-	}
-	f := c.cfg.Fetch
-	coll := colly.NewCollector(
-		colly.UserAgent(c.cfg.UserAgent),
-		// We deduplicate in the frontier; colly's visited set would only grow.
-		colly.AllowURLRevisit(),
-		// Every status reaches OnResponse, so errors are classified in one place.
-		colly.ParseHTTPErrorResponse(),
-		// One more byte than allowed tells an over-size body from one that fits exactly.
-		colly.MaxBodySize(int(f.MaxBodyBytes)+1),
-	)
-	coll.WithTransport(tr)
-	coll.SetRequestTimeout(f.Timeout.D())
-	coll.SetRedirectHandler(func(req *http.Request, via []*http.Request) error {
-		if len(via) > f.MaxRedirects {
-			return errTooManyRedirects
-		}
-		// Credentials and custom headers go to the host they were meant for
-		// only; net/http strips Authorization across domains but not ours.
-		if hostKey(via[len(via)-1].URL) != hostKey(req.URL) {
-			req.Header.Del("Authorization")
-			for k := range c.sourceHeaders {
-				req.Header.Del(k)
-			}
+// acknowledge records a sink outcome on the URL: the pending write is done,
+// or failed for good (its reason is in the report).
+func (c *Crawler) acknowledge(res sink.Result) {
+	err := c.front.Update(res.URL, func(r *frontier.Record) error {
+		r.Pending = ""
+		switch {
+		case res.Outcome == sink.Failed:
+			r.Indexed = false
+			r.Hash = "" // so the next fetch tries the write again
+		case res.Delete:
+			r.Indexed = false
+		default:
+			r.Indexed = true
 		}
 		return nil
 	})
-	coll.OnResponseHeaders(func(r *colly.Response) {
-		res := r.Ctx.GetAny(resultKey).(*fetchResult)
-		res.status = r.StatusCode
-		res.header = r.Headers.Clone()
-		res.finalURL = r.Request.URL
-		if r.StatusCode != http.StatusOK {
-			// Error pages and not-modified answers are never indexed: skip their bodies.
-			r.Request.Abort()
-			return
+	if err != nil && !errors.Is(err, frontier.ErrNotFound) {
+		c.log.Error("cannot record index acknowledgement", "url", res.URL, "err", err)
+	}
+}
+
+// resumePending sends again the writes a previous run handed to the sink
+// but never saw acknowledged (a crash, an outage that outlasted it): deletes
+// by id; documents by refetching their URL, whose hash is forgotten so the
+// page is written whatever it holds.
+func (c *Crawler) resumePending(ctx context.Context) error {
+	var recs []frontier.Record
+	if err := c.front.Pending(func(r frontier.Record) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Pending == pendingDelete {
+			c.report.expect(r.URL, r.Source)
+			if err := c.sink.Delete(ctx, r.DocID, r.URL); err != nil {
+				return err
+			}
+			continue
 		}
-		if mt := mediaType(r.Headers.Get("Content-Type")); !res.it.source.mime[mt] {
-			res.skip = "mime_type"
-			r.Request.Abort()
+		err := c.front.Update(r.URL, func(rec *frontier.Record) error {
+			rec.Hash = ""
+			if rec.State != frontier.Waiting && rec.State != frontier.InFlight {
+				rec.State, rec.Class = frontier.Waiting, frontier.Refresh
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, frontier.ErrNotFound) {
+			return err
 		}
-	})
-	coll.OnResponse(func(r *colly.Response) {
-		res := r.Ctx.GetAny(resultKey).(*fetchResult)
-		res.body = r.Body
-		res.header = r.Headers.Clone()
-	})
-	coll.OnError(func(r *colly.Response, err error) {
-		res := r.Ctx.GetAny(resultKey).(*fetchResult)
-		if res.err == nil {
-			res.err = err
-		}
-	})
-	c.coll = coll
+	}
+	if len(recs) > 0 {
+		c.log.Info("unacknowledged writes resumed", "count", len(recs))
+	}
 	return nil
 }
 
-// Crawl runs one cycle of every source: start URLs, then every in-scope link
-// found, until nothing is waiting. It returns when the cycle is done or ctx
-// ends; documents handed to the sink are flushed either way.
-func (c *Crawler) Crawl(ctx context.Context) error {
-	c.q = newQueue()
-	for _, src := range c.sources {
-		for _, raw := range src.cfg.StartURLs {
-			c.enqueue(src, raw, 0)
+// Close closes the state store.
+func (c *Crawler) Close() error { return c.front.Close() }
+
+// Frontier gives read access to the state store, for status and tests.
+func (c *Crawler) Frontier() *frontier.Frontier { return c.front }
+
+// policy is the frontier's politeness for a host: the source's limits, and
+// the larger of its delay and the host's robots.txt Crawl-delay.
+func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
+	src := c.sourceForHost(hostKey)
+	p := src.cfg.Politeness
+	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
+	if config.Bool(p.ObeyCrawlDelay, true) && config.Bool(src.cfg.Robots.Obey, true) {
+		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > hp.Delay {
+			hp.Delay = d.(time.Duration)
 		}
 	}
+	return hp
+}
+
+// sourceForHost picks the source whose start URLs are on the host, else the
+// first source: politeness is per host, whichever source the URL came from.
+func (c *Crawler) sourceForHost(hostKey string) *source {
+	for _, src := range c.order {
+		if src.own[hostKey] {
+			return src
+		}
+	}
+	return c.order[0]
+}
+
+// Crawl runs one cycle of every source: reject lists reloaded, start URLs,
+// sitemaps and feeds queued, aged checks due queued, then every queued URL
+// fetched until nothing is waiting. A cycle that was interrupted resumes
+// from the state store. Documents handed to the sink are flushed either way.
+func (c *Crawler) Crawl(ctx context.Context) error {
+	cycle, err := c.front.BeginCycle()
+	if err != nil {
+		return err
+	}
+	c.log.Debug("cycle starts", "cycle", cycle)
+	if err := c.resumePending(ctx); err != nil {
+		return err
+	}
+	if err := c.checkpoint(); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, src := range c.order {
+		if err := c.queueStart(src); err != nil {
+			return err
+		}
+		if src.cfg.MaxAge > 0 {
+			if _, err := c.front.RequeueDue(src.cfg.Name, now.Add(-src.cfg.MaxAge.D())); err != nil {
+				return err
+			}
+		}
+	}
+	for _, src := range c.order {
+		c.discoverListed(ctx, src)
+	}
+	err = c.work(ctx)
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
+		err = fmt.Errorf("sink: %w", ferr)
+	}
+	return err
+}
+
+// checkpointEvery is how often a running crawl re-reads the reject lists.
+const checkpointEvery = 30 * time.Second
+
+// checkpoint re-reads the reject lists; when one changed, queued URLs that
+// now fall outside the crawl space are dropped with their reason.
+func (c *Crawler) checkpoint() error {
+	changed, err := c.rules.Reload()
+	if err != nil {
+		c.log.Warn("reject list not reloaded", "err", err)
+		c.report.Warn(err.Error())
+	}
+	if !changed {
+		return nil
+	}
+	n, err := c.front.Drop(func(r frontier.Record) (bool, string) {
+		src := c.sources[r.Source]
+		if src == nil {
+			return false, ""
+		}
+		if d := src.rules.Decide(r.URL, r.Depth); !d.Crawl {
+			return true, string(d.Reason)
+		}
+		return false, ""
+	})
+	if n > 0 {
+		c.log.Info("reject list reloaded: queued URLs dropped", "dropped", n)
+	}
+	return err
+}
+
+func (c *Crawler) queueStart(src *source) error {
+	items := make([]frontier.Item, 0, len(src.cfg.StartURLs))
+	for _, raw := range src.rules.StartURLs() {
+		d := src.rules.Decide(raw, 0)
+		items = append(items, frontier.Item{URL: raw, Source: src.cfg.Name, Class: frontier.Start, Shift: d.Priority})
+	}
+	_, err := c.front.Add(items...)
+	return err
+}
+
+// work runs the worker pool until the cycle is done or ctx ends.
+func (c *Crawler) work(ctx context.Context) error {
 	workers := max(c.cfg.Fetch.Concurrency, 1)
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
-				it, err := c.q.next(ctx)
+				lease, err := c.front.Next(ctx)
 				if err != nil {
+					if !errors.Is(err, frontier.ErrDone) {
+						errs <- err
+					}
+					cancel()
 					return
 				}
-				c.process(ctx, it)
-				c.q.done(it)
+				c.process(ctx, lease)
 			}
 		})
 	}
-	wg.Wait()
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-	defer cancel()
-	if err := c.sink.Flush(flushCtx); err != nil {
-		return fmt.Errorf("sink: %w", err)
-	}
-	return ctx.Err()
-}
-
-// enqueue normalises raw and queues it for src if it is in the source's space.
-func (c *Crawler) enqueue(src *source, raw string, depth int) {
-	u, err := normalise(raw)
-	if err != nil {
-		c.report.Reason(src.cfg.Name, raw, "malformed_url", err.Error(), false)
-		return
-	}
-	if reason := c.scope(src, u, depth); reason != "" {
-		if c.q.markSeen(u.String()) {
-			c.report.Reason(src.cfg.Name, u.String(), reason, "", false)
-		}
-		return
-	}
-	p := src.cfg.Politeness
-	c.q.add(item{url: u.String(), source: src, depth: depth, host: hostKey(u)}, p.MaxParallelPerHost, p.Delay.D())
-}
-
-// scope decides whether a URL belongs to the source's crawl space; "" means it does.
-func (c *Crawler) scope(src *source, u *url.URL, depth int) string {
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "scheme"
-	}
-	if config.Bool(src.cfg.StayOnStartHosts, true) && !src.own[hostKey(u)] {
-		return "offsite"
-	}
-	if depth > src.cfg.MaxLinkDepth {
-		return "max_link_depth"
-	}
-	return ""
-}
-
-func (c *Crawler) process(ctx context.Context, it item) {
-	src := it.source
-	res := &fetchResult{it: it}
-	cctx := colly.NewContext()
-	cctx.Put(resultKey, res)
-	hdr := http.Header{}
-	if src.own[hostKeyString(it.url)] {
-		for k, v := range src.headers {
-			hdr[k] = v
-		}
-	}
-	hdr.Set("User-Agent", c.cfg.UserAgent)
-	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
-	fetched := time.Now().UTC()
-	err := c.coll.Request(http.MethodGet, it.url, nil, cctx, hdr)
-	if ctx.Err() != nil {
-		return
-	}
-	log := c.log.With("url", it.url, "source", src.cfg.Name)
-	switch {
-	case res.skip != "":
-		c.report.Reason(src.cfg.Name, it.url, res.skip, mediaType(res.header.Get("Content-Type")), false)
-		log.Debug("skipped", "reason", res.skip, "status", res.status)
-		return
-	case res.status != 0 && res.status != http.StatusOK:
-		reason := fmt.Sprintf("http_%d", res.status)
-		c.report.Reason(src.cfg.Name, it.url, reason, "", true)
-		log.Info("fetch failed", "reason", reason, "status", res.status)
-		return
-	case err != nil && !errors.Is(err, colly.ErrAbortedAfterHeaders):
-		reason, _ := classify(err)
-		c.report.Reason(src.cfg.Name, it.url, reason, err.Error(), true)
-		log.Info("fetch failed", "reason", reason, "err", err)
-		return
-	case res.err != nil && res.body == nil:
-		reason, _ := classify(res.err)
-		c.report.Reason(src.cfg.Name, it.url, reason, res.err.Error(), true)
-		log.Info("fetch failed", "reason", reason, "err", res.err)
-		return
-	}
-	c.report.fetched(src.cfg.Name)
-	if int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
-		c.report.Reason(src.cfg.Name, it.url, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes), false)
-		log.Info("skipped", "reason", "too_large", "status", res.status)
-		return
-	}
-	final, err := normalise(res.finalURL.String())
-	if err != nil {
-		final, _ = url.Parse(it.url)
-	}
-	if final.String() != it.url {
-		// A redirect: the target is the document. Another page may already
-		// have queued or fetched it in this cycle.
-		if !c.q.markSeen(final.String()) {
-			c.report.Reason(src.cfg.Name, it.url, "redirect_duplicate", final.String(), false)
-			return
-		}
-	}
-	page := mapping.Page{URL: final, Header: colly2UTF8(res.header), Body: res.body, Depth: it.depth, Source: src.cfg.Name, Fetched: fetched}
-	out, err := src.extractor.Extract(page)
-	if err != nil {
-		c.report.Reason(src.cfg.Name, it.url, "extract_failed", err.Error(), true)
-		log.Warn("extraction failed", "reason", "extract_failed", "err", err)
-		return
-	}
-	follow := !out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !config.Bool(src.cfg.Robots.Obey, true)
-	if follow && config.Bool(src.cfg.Discovery, true) {
-		for _, l := range out.Links {
-			if l.NoFollow && !src.cfg.Robots.IgnoreNofollow && config.Bool(src.cfg.Robots.Obey, true) {
-				continue
+	wg.Go(func() {
+		t := time.NewTicker(checkpointEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := c.checkpoint(); err != nil {
+					c.log.Warn("checkpoint failed", "err", err)
+				}
 			}
-			c.enqueue(src, l.URL, it.depth+1)
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			return err
 		}
 	}
-	if out.Robots.NoIndex && !src.cfg.Robots.IgnoreNoindex && config.Bool(src.cfg.Robots.Obey, true) {
-		c.report.Reason(src.cfg.Name, final.String(), "noindex", "", false)
-		return
-	}
-	doc := out.Doc
-	c.report.expect(doc.URL, src.cfg.Name)
-	if err := c.sink.Index(ctx, &doc); err != nil {
-		c.report.Reason(src.cfg.Name, doc.URL, "index_failed", err.Error(), true)
-		log.Warn("index failed", "reason", "index_failed", "err", err, "id", docfields.ID(doc.URL))
-	}
+	return parent.Err()
 }
 
-// colly2UTF8 adjusts headers for a body colly has already converted: colly
-// decodes a non-UTF-8 charset named in Content-Type into UTF-8, so the
-// header must say utf-8 or the page would be decoded twice.
-func colly2UTF8(h http.Header) http.Header {
-	ct := h.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || params["charset"] == "" || strings.EqualFold(params["charset"], "utf-8") || strings.EqualFold(params["charset"], "utf8") {
-		return h
+// fetchRobots fetches robots.txt with the client of the source owning the
+// host, so the address rules and TLS settings apply to it too.
+func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
+	u, err := url.Parse(robotsURL)
+	if err != nil {
+		return 0, nil, err
 	}
-	params["charset"] = "utf-8"
-	h.Set("Content-Type", mime.FormatMediaType(mt, params))
-	return h
+	src := c.sourceForHost(frontier.HostKey(u.String()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotsURL, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	res, err := src.robotsClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	return res.StatusCode, res.Body, nil
 }
 
-// hostKey is scheme://host:port with the default port made explicit, the
-// unit of politeness and of "the same site".
-func hostKey(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		switch u.Scheme {
-		case "https":
-			port = "443"
-		default:
-			port = "80"
+// addMeta turns a crawl rule's add_meta into what mapping takes.
+func addMeta(d rules.Decision) map[string]string {
+	if len(d.Meta) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(d.Meta))
+	for k, vs := range d.Meta {
+		if len(vs) > 0 {
+			m[k] = vs[0]
 		}
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	return m
 }
 
-func hostKeyString(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
+// extractorFor returns the extractor of the source a decision files the
+// document under (a crawl rule's source action may name another source).
+func (c *Crawler) extractorFor(src *source, d rules.Decision) (*mapping.Extractor, string) {
+	if d.Source != "" && d.Source != src.cfg.Name {
+		if other := c.sources[d.Source]; other != nil {
+			return other.extractor, other.cfg.Name
+		}
 	}
-	return hostKey(u)
-}
-
-// normalise is the skeleton's URL normalisation: absolute http(s), lower-case
-// scheme and host, no fragment, "/" for an empty path.
-func normalise(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, err
-	}
-	if !u.IsAbs() || u.Host == "" {
-		return nil, fmt.Errorf("not an absolute URL")
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	u.Host = strings.ToLower(u.Host)
-	u.Fragment, u.RawFragment = "", ""
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {
-		u.Host = u.Hostname()
-	}
-	return u, nil
+	return src.extractor, src.cfg.Name
 }

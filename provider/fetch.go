@@ -19,18 +19,16 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 )
 
-// errPrivateAddress is returned by the dialer for a loopback, private or
-// link-local address when the configuration does not allow them.
-var errPrivateAddress = errors.New("address in a loopback or private network (allow_private_networks is false)")
-
-// newTransport builds the HTTP transport every fetch goes through. The
-// private-network guard sits in the dialer's Control hook, so it checks the
-// address actually connected to, after DNS: a public name resolving to an
-// internal address is refused too.
-func newTransport(cfg *config.Config) (*http.Transport, error) {
+// newTransport builds the HTTP transport of one source. The address check
+// sits in the dialer's Control hook, so it judges the address actually
+// connected to, after DNS: a public name resolving to an internal address
+// is refused too, and a DNS answer that changes between checks cannot steer
+// the crawler elsewhere. Behind a proxy the only address dialed is the
+// proxy's, so address rules cannot apply (as the IBM seed warns).
+func newTransport(cfg *config.Config, check func(netip.Addr) error) (*http.Transport, error) {
 	f := cfg.Fetch
 	dialer := &net.Dialer{Timeout: f.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
-	if !cfg.AllowPrivateNetworks {
+	if f.Proxy == "" {
 		dialer.Control = func(_, address string, _ syscall.RawConn) error {
 			host, _, err := net.SplitHostPort(address)
 			if err != nil {
@@ -40,10 +38,7 @@ func newTransport(cfg *config.Config) (*http.Transport, error) {
 			if err != nil {
 				return err
 			}
-			if isPrivate(ip) {
-				return fmt.Errorf("%s: %w", host, errPrivateAddress)
-			}
-			return nil
+			return check(ip)
 		}
 	}
 	tlsCfg := &tls.Config{InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // opt-in, warned about at start
@@ -81,15 +76,6 @@ func newTransport(cfg *config.Config) (*http.Transport, error) {
 	return tr, nil
 }
 
-func isPrivate(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || cgnat.Contains(ip)
-}
-
-// cgnat is the shared address space of RFC 6598, internal in practice.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
 // mediaType is the lower-case media type of a Content-Type header, without parameters.
 func mediaType(contentType string) string {
 	if contentType == "" {
@@ -106,9 +92,10 @@ func mediaType(contentType string) string {
 // temporary (worth retrying) in Exalead's sense.
 func classify(err error) (reason string, temporary bool) {
 	var dnsErr *net.DNSError
+	var addrErr *addressError
 	switch {
-	case errors.Is(err, errPrivateAddress):
-		return "private_address", false
+	case errors.As(err, &addrErr):
+		return addrErr.reason, false
 	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
 		return "timeout", true
 	case errors.As(err, &dnsErr):
@@ -120,8 +107,6 @@ func classify(err error) (reason string, temporary bool) {
 		return "connection_refused", true
 	case errors.Is(err, syscall.ECONNRESET):
 		return "connection_reset", true
-	case errors.Is(err, errTooManyRedirects):
-		return "too_many_redirects", false
 	}
 	return "connection_error", false
 }

@@ -54,6 +54,8 @@ type Report struct {
 	mu       sync.Mutex
 	perCode  map[string]int // examples kept per reason
 	urlToSrc sync.Map       // document URL -> source name, for sink results
+	// onAck, set by the crawler, records each acknowledgement in the state store.
+	onAck func(sink.Result)
 }
 
 const examplesPerReason = 5
@@ -96,6 +98,19 @@ func (r *Report) Reason(src, url, reason, detail string, isError bool) {
 	}
 }
 
+// ReasonN records n URLs refused for one reason, with one of them as the example.
+func (r *Report) ReasonN(src, url, reason, detail string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range []*Counts{r.source(src), &r.Total} {
+		c.Reasons[reason] += n
+	}
+	if r.perCode[reason] < examplesPerReason {
+		r.perCode[reason]++
+		r.Examples = append(r.Examples, Example{URL: url, Source: src, Reason: reason, Detail: detail})
+	}
+}
+
 // Warn records a condition an administrator must know about (robots ignored, TLS unverified).
 func (r *Report) Warn(msg string) {
 	r.mu.Lock()
@@ -127,6 +142,9 @@ func (r *Report) SinkResult(res sink.Result) {
 	case sink.Failed:
 		r.add(src, func(c *Counts) { c.IndexFailures++ })
 		r.Reason(src, res.URL, "index_failed", res.Reason, true)
+	}
+	if r.onAck != nil {
+		r.onAck(res)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/provider"
+	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -27,7 +28,7 @@ func runCrawl(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	cfg, _, ok := loadConfig(*path, os.Stderr)
+	cfg, set, ok := loadConfig(*path, os.Stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -38,21 +39,22 @@ func runCrawl(args []string) int {
 	if *quiet {
 		out = io.Discard
 	}
-	return crawlOnce(ctx, cfg, log, out, *reportPath)
+	return crawlOnce(ctx, cfg, set, log, out, *reportPath)
 }
 
 // crawlOnce runs one cycle into the configured sink and reports it.
-func crawlOnce(ctx context.Context, cfg *config.Config, log *slog.Logger, out io.Writer, reportPath string) int {
+func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, log *slog.Logger, out io.Writer, reportPath string) int {
 	report, snk, err := openSink(ctx, cfg)
 	if err != nil {
 		log.Error("cannot open the sink", "err", err)
 		return exitFailed
 	}
-	c, err := provider.New(cfg, snk, report, log)
+	c, err := provider.New(cfg, set, snk, report, log)
 	if err != nil {
 		log.Error("cannot start the crawl", "err", err)
 		return exitFailed
 	}
+	defer c.Close()
 	crawlErr := c.Crawl(ctx)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()

@@ -1,0 +1,134 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/sitemap"
+)
+
+// discoverListed queues the URLs a source's sitemaps and feeds list: those
+// in the config, and with use_sitemaps those robots.txt names for the start
+// URLs' hosts. Child sitemaps of an index are followed to max_depth. Every
+// URL passes the crawl space like a link; a file that cannot be read or
+// parsed costs its own URLs only, with its reason in the report.
+func (c *Crawler) discoverListed(ctx context.Context, src *source) {
+	type file struct {
+		url   string
+		depth int
+	}
+	var files []file
+	for _, u := range src.cfg.Sitemaps {
+		files = append(files, file{u, 0})
+	}
+	for _, u := range src.cfg.Feeds {
+		files = append(files, file{u, 0})
+	}
+	obey := config.Bool(src.cfg.Robots.Obey, true)
+	if config.Bool(src.cfg.UseSitemaps, true) && obey {
+		for host := range src.own {
+			hu, err := url.Parse(host + "/")
+			if err != nil {
+				continue
+			}
+			r, err := c.robots.Get(ctx, hu)
+			if err != nil {
+				continue
+			}
+			for _, sm := range r.Sitemaps() {
+				files = append(files, file{sm, 0})
+			}
+		}
+	}
+	lim := src.cfg.SitemapLimits
+	seen := map[string]bool{}
+	for len(files) > 0 && ctx.Err() == nil {
+		f := files[0]
+		files = files[1:]
+		fu, err := src.rules.Normalize(f.url)
+		if err != nil || seen[fu] {
+			continue
+		}
+		seen[fu] = true
+		res, err := c.fetchListing(ctx, src, fu, lim)
+		if res == nil {
+			c.report.Reason(src.cfg.Name, fu, "sitemap_failed", err.Error(), true)
+			c.log.Info("sitemap or feed not read", "url", fu, "source", src.cfg.Name, "reason", "sitemap_failed", "err", err)
+			continue
+		}
+		if err != nil {
+			// Partial results are kept: a file broken half-way still lists its first half.
+			c.report.Reason(src.cfg.Name, fu, "sitemap_malformed", err.Error(), false)
+		}
+		if res.Truncated != "" {
+			c.report.Reason(src.cfg.Name, fu, "sitemap_"+res.Truncated, "", false)
+		}
+		for _, child := range res.Sitemaps {
+			if f.depth+1 > lim.MaxDepth {
+				c.report.Reason(src.cfg.Name, child.URL, "sitemap_max_depth", fu, false)
+				continue
+			}
+			files = append(files, file{child.URL, f.depth + 1})
+		}
+		items := make([]frontier.Item, 0, len(res.URLs))
+		var refused refusals
+		for _, e := range res.URLs {
+			nu, err := src.rules.Normalize(e.URL)
+			if err != nil {
+				continue
+			}
+			to, d := c.rules.Route(nu, 0, src.rules)
+			if !d.Crawl {
+				refused.add(to, nu, 0, d)
+				continue
+			}
+			items = append(items, frontier.Item{URL: nu, Source: to.Name, Class: classOf(d), Shift: d.Priority, Lastmod: e.Lastmod})
+		}
+		c.recordRefusals(&refused)
+		n, err := c.front.Add(items...)
+		if err != nil {
+			c.log.Error("cannot queue sitemap URLs", "url", fu, "source", src.cfg.Name, "err", err)
+			continue
+		}
+		c.log.Debug("sitemap read", "url", fu, "source", src.cfg.Name, "kind", res.Kind.String(), "urls", len(res.URLs), "queued", n)
+	}
+}
+
+// fetchListing fetches and parses one sitemap or feed, after robots.txt.
+func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim config.Sitemaps) (*sitemap.Result, error) {
+	u, err := url.Parse(fu)
+	if err != nil {
+		return nil, err
+	}
+	if config.Bool(src.cfg.Robots.Obey, true) {
+		if ok, line, err := c.robots.Allowed(ctx, u); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("robots.txt disallows it (%s)", line)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fu, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	if src.own[frontier.HostKey(fu)] {
+		for k, v := range src.headers {
+			req.Header[k] = v
+		}
+	}
+	res, err := src.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", res.StatusCode)
+	}
+	return sitemap.Parse(res.Body, fu, sitemap.Limits{MaxBytes: lim.MaxBytes, MaxURLs: lim.MaxURLs})
+}

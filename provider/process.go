@@ -1,0 +1,512 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/robots"
+	"github.com/crawlspace/crawlspace/rules"
+)
+
+// fetchResult travels with a request through colly's callbacks.
+type fetchResult struct {
+	src    *source
+	url    string
+	status int
+	header http.Header
+	body   []byte
+	skip   rules.Decision // a refusal decided from the headers; the body was not downloaded
+	err    error
+}
+
+const resultKey = "crawlspace.result"
+
+// Temporary failures back a host off for retryBase << attempts, at most retryMax.
+const (
+	retryBase = 2 * time.Second
+	retryMax  = 10 * time.Minute
+)
+
+// process fetches one leased URL and records its outcome.
+func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
+	it, rec := lease.Item(), lease.Record()
+	src := c.sources[it.Source]
+	if src == nil {
+		// A source removed from the config: its URLs leave the crawl.
+		o := frontier.Outcome{State: frontier.Excluded, Reason: "source_removed", NoRequest: true}
+		w := c.unindex(rec, &o)
+		c.complete(lease, o, w)
+		return
+	}
+	name := src.cfg.Name
+	log := c.log.With("url", it.URL, "source", name)
+
+	// The crawl space may have changed since the URL was queued.
+	d := src.rules.Decide(it.URL, it.Depth)
+	if !d.Crawl {
+		c.exclude(lease, rec, src, string(d.Reason), d.Rule)
+		return
+	}
+	u, err := url.Parse(it.URL)
+	if err != nil {
+		c.exclude(lease, rec, src, string(rules.ReasonInvalid), err.Error())
+		return
+	}
+	if ok, why := c.robotsAllow(ctx, lease, src, u); !ok {
+		if why != "" {
+			c.exclude(lease, rec, src, string(rules.ReasonRobots), why)
+		}
+		return
+	}
+
+	res := &fetchResult{src: src, url: it.URL}
+	cctx := colly.NewContext()
+	cctx.Put(resultKey, res)
+	hdr := http.Header{}
+	if src.own[frontier.HostKey(it.URL)] {
+		for k, v := range src.headers {
+			hdr[k] = v
+		}
+	}
+	hdr.Set("User-Agent", c.cfg.UserAgent)
+	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+	conditional := rec.State == frontier.Fetched && rec.Indexed && (rec.ETag != "" || rec.LastModified != "" || !rec.FetchedAt.IsZero())
+	if conditional {
+		if rec.ETag != "" {
+			hdr.Set("If-None-Match", rec.ETag)
+		}
+		// The stored Last-Modified, else the last crawl time (seed 002).
+		if rec.LastModified != "" {
+			hdr.Set("If-Modified-Since", rec.LastModified)
+		} else if !rec.FetchedAt.IsZero() {
+			hdr.Set("If-Modified-Since", rec.FetchedAt.UTC().Format(http.TimeFormat))
+		}
+	}
+	fetched := time.Now().UTC()
+	reqErr := src.coll.Request(http.MethodGet, it.URL, nil, cctx, hdr)
+	if ctx.Err() != nil {
+		lease.Release()
+		return
+	}
+	if res.err == nil && reqErr != nil && !errors.Is(reqErr, colly.ErrAbortedAfterHeaders) {
+		res.err = reqErr
+	}
+	if res.err != nil {
+		c.failed(lease, rec, src, res.err)
+		return
+	}
+	c.report.fetched(name)
+	switch st := res.status; {
+	case st == http.StatusNotModified:
+		if !conditional {
+			// Exalead: a 304 to an unconditional GET is inconsistent, a permanent error.
+			c.httpError(lease, rec, src, st, res.header, "http_304_unconditional")
+			return
+		}
+		c.report.add(name, func(k *Counts) { k.Unchanged++ })
+		log.Debug("unchanged", "status", st)
+		c.complete(lease, frontier.Outcome{State: frontier.Fetched, Status: st, ETag: rec.ETag, LastModified: rec.LastModified, Hash: rec.Hash}, nil)
+		return
+	case st >= 300 && st < 400:
+		c.redirect(lease, rec, src, u, res)
+		return
+	case st != http.StatusOK:
+		c.httpError(lease, rec, src, st, res.header, "")
+		return
+	}
+	if res.skip.Reason != "" {
+		c.exclude(lease, rec, src, string(res.skip.Reason), mediaType(res.header.Get("Content-Type")))
+		return
+	}
+	if int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
+		// Never a silently truncated document: the page is left out, with its reason.
+		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
+		return
+	}
+	c.page(ctx, lease, rec, src, d, u, res, fetched)
+}
+
+// page turns a fetched HTML page into links and, unless something says
+// otherwise, a document.
+func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
+	it := lease.Item()
+	ex, docSource := c.extractorFor(src, d)
+	out, err := ex.Extract(mapping.Page{URL: u, Header: colly2UTF8(res.header), Body: res.body, Depth: it.Depth,
+		Source: docSource, Fetched: fetched, AddMeta: addMeta(d)})
+	if err != nil {
+		c.exclude(lease, rec, src, "extract_failed", err.Error())
+		return
+	}
+	obey := config.Bool(src.cfg.Robots.Obey, true)
+	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
+	if follow && config.Bool(src.cfg.Discovery, true) {
+		c.queueLinks(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
+	}
+	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
+		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash}
+
+	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
+	if canon := c.canonical(src, out.Canonical, it); canon != "" {
+		outcome.Target = canon
+		c.report.Reason(src.cfg.Name, it.URL, "canonical_alias", canon, false)
+		w := c.unindex(rec, &outcome)
+		c.complete(lease, outcome, w)
+		return
+	}
+	noindex := out.Robots.NoIndex && obey && !src.cfg.Robots.IgnoreNoindex
+	var w *write
+	switch {
+	case !d.Index:
+		c.report.Reason(src.cfg.Name, it.URL, string(d.Reason), d.Rule, false)
+		w = c.unindex(rec, &outcome)
+	case noindex:
+		c.report.Reason(src.cfg.Name, it.URL, "noindex", "", false)
+		w = c.unindex(rec, &outcome)
+	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
+		// Same content as the indexed document: no write.
+		c.report.add(src.cfg.Name, func(k *Counts) { k.Unchanged++ })
+	default:
+		doc := out.Doc
+		id := docfields.ID(doc.URL)
+		outcome.Edit = func(r *frontier.Record) { r.DocID, r.Pending = id, pendingIndex }
+		w = &write{id: id, url: doc.URL, source: src.cfg.Name, doc: &doc}
+	}
+	c.complete(lease, outcome, w)
+}
+
+// Pending writes recorded on a URL until the sink acknowledges them.
+const (
+	pendingIndex  = "index"
+	pendingDelete = "delete"
+)
+
+// write is a sink write decided while a lease is held. It is recorded as
+// pending in the lease's outcome and handed to the sink only after the
+// outcome is stored, so the acknowledgement always finds it recorded.
+type write struct {
+	del     bool
+	id, url string
+	source  string
+	doc     *docfields.Document
+}
+
+// unindex arranges for the URL's document, if one was indexed or is on its
+// way, to be deleted.
+func (c *Crawler) unindex(rec frontier.Record, o *frontier.Outcome) *write {
+	if !rec.Indexed && rec.Pending == "" {
+		return nil
+	}
+	id := rec.DocID
+	if id == "" {
+		id = docfields.ID(rec.URL)
+	}
+	o.Edit = func(r *frontier.Record) { r.DocID, r.Pending = id, pendingDelete }
+	return &write{del: true, id: id, url: rec.URL, source: rec.Source}
+}
+
+// queueLinks routes each link to the source whose crawl space holds it and
+// queues it in the class its decision gives.
+func (c *Crawler) queueLinks(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) {
+	items := make([]frontier.Item, 0, len(links))
+	var refused refusals
+	for _, l := range links {
+		if l.NoFollow && obeyNofollow {
+			continue
+		}
+		nu, err := src.rules.Normalize(l.URL)
+		if err != nil {
+			continue
+		}
+		to, d := c.rules.Route(nu, from.Depth+1, src.rules)
+		if !d.Crawl {
+			refused.add(to, nu, from.Depth+1, d)
+			continue
+		}
+		items = append(items, frontier.Item{URL: nu, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority})
+	}
+	if _, err := c.front.Add(items...); err != nil {
+		c.log.Error("cannot queue links", "url", from.URL, "source", src.cfg.Name, "err", err)
+	}
+	c.recordRefusals(&refused)
+}
+
+// refusals collects the URLs a page or sitemap lists that the crawl space
+// refuses, by reason, to be recorded in one write per reason.
+type refusals struct {
+	byReason map[rules.Reason][]frontier.Item
+	rule     map[rules.Reason]string // one deciding rule per reason, for the report's examples
+}
+
+func (r *refusals) add(to *rules.Source, u string, depth int, d rules.Decision) {
+	if r.byReason == nil {
+		r.byReason, r.rule = map[rules.Reason][]frontier.Item{}, map[rules.Reason]string{}
+	}
+	name := ""
+	if to != nil {
+		name = to.Name
+	}
+	r.byReason[d.Reason] = append(r.byReason[d.Reason], frontier.Item{URL: u, Source: name, Depth: depth})
+	r.rule[d.Reason] = d.Rule
+}
+
+// recordRefusals stores refused URLs as Excluded with their reason and
+// counts those seen for the first time, so the report counts URLs, not links.
+func (c *Crawler) recordRefusals(r *refusals) {
+	for reason, items := range r.byReason {
+		n, err := c.front.Exclude(string(reason), items...)
+		if err != nil {
+			c.log.Error("cannot record refused URLs", "reason", string(reason), "err", err)
+			continue
+		}
+		if n == 0 {
+			continue
+		}
+		src := items[0].Source
+		c.report.ReasonN(src, items[0].URL, string(reason), r.rule[reason], n)
+	}
+}
+
+// classOf is Exalead's fifo for a discovered URL.
+func classOf(d rules.Decision) frontier.Class {
+	switch {
+	case d.Index && d.Follow:
+		return frontier.IndexFollow
+	case d.Index:
+		return frontier.IndexOnly
+	default:
+		return frontier.FollowOnly
+	}
+}
+
+// canonical returns the URL a rel=canonical names when it is another URL on
+// the same site that the crawl space allows; that URL then holds the
+// document and is queued if it is new.
+func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
+	if raw == "" {
+		return ""
+	}
+	cu, err := src.rules.Normalize(raw)
+	if err != nil || cu == it.URL {
+		return ""
+	}
+	if frontier.HostKey(cu) != frontier.HostKey(it.URL) {
+		return ""
+	}
+	d := src.rules.Decide(cu, it.Depth)
+	if !d.Crawl || !d.Index {
+		return ""
+	}
+	if _, err := c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
+		c.log.Error("cannot queue canonical URL", "url", cu, "source", src.cfg.Name, "err", err)
+	}
+	return cu
+}
+
+// redirect records a 3xx and queues its target as a URL of its own.
+func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetchResult) {
+	it := lease.Item()
+	loc := res.header.Get("Location")
+	target, err := src.rules.Resolve(u, loc)
+	if loc == "" || err != nil {
+		// Exalead: a redirect to a malformed URL is a permanent error.
+		c.httpError(lease, rec, src, res.status, res.header, "redirect_malformed")
+		return
+	}
+	if target == it.URL {
+		c.httpError(lease, rec, src, res.status, res.header, "redirect_loop")
+		return
+	}
+	if it.Hops >= c.cfg.Fetch.MaxRedirects {
+		c.httpError(lease, rec, src, res.status, res.header, "too_many_redirects")
+		return
+	}
+	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target}
+	to, d := c.rules.Route(target, it.Depth, src.rules)
+	if d.Crawl {
+		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1}
+		if _, err := c.front.Add(next); err != nil {
+			c.log.Error("cannot queue redirect target", "url", target, "source", src.cfg.Name, "err", err)
+		}
+	} else {
+		var refused refusals
+		refused.add(to, target, it.Depth, d)
+		c.recordRefusals(&refused)
+	}
+	c.report.Reason(src.cfg.Name, it.URL, "redirect", target, false)
+	// The URL no longer holds a document of its own.
+	w := c.unindex(rec, &outcome)
+	c.complete(lease, outcome, w)
+}
+
+// httpError records an error status. Exalead's classification: 503 with
+// Retry-After and 429 are temporary (the host backs off); every other status
+// is permanent. A document is deleted on 404 and 410 at once, on other
+// permanent errors when the error repeats.
+func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *source, status int, h http.Header, reason string) {
+	it := lease.Item()
+	if reason == "" {
+		reason = "http_" + strconv.Itoa(status)
+	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
+		until := time.Now().Add(retryAfter(h.Get("Retry-After"), rec.TempErrCount))
+		c.temporary(lease, rec, src, reason, status, until)
+		return
+	}
+	c.report.Reason(src.cfg.Name, it.URL, reason, "", true)
+	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status)
+	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status}
+	var w *write
+	if status == http.StatusNotFound || status == http.StatusGone || rec.State == frontier.Error {
+		w = c.unindex(rec, &outcome)
+	}
+	c.complete(lease, outcome, w)
+}
+
+// failed records a fetch that got no status: a network error.
+func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source, err error) {
+	it := lease.Item()
+	reason, temporary := classify(err)
+	if temporary {
+		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)))
+		return
+	}
+	c.report.Reason(src.cfg.Name, it.URL, reason, err.Error(), true)
+	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", err)
+	outcome := frontier.Outcome{State: frontier.Error, Reason: reason}
+	var w *write
+	if rec.State == frontier.Error {
+		w = c.unindex(rec, &outcome)
+	}
+	var addrErr *addressError
+	outcome.NoRequest = errors.As(err, &addrErr)
+	c.complete(lease, outcome, w)
+}
+
+// temporary queues the URL again after a backoff of its host, until it has
+// failed max_temporary_errors times in a row; then it is an error and its
+// document is deleted.
+func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time) {
+	it := lease.Item()
+	if rec.TempErrCount+1 >= src.cfg.MaxTemporaryErrors {
+		c.report.Reason(src.cfg.Name, it.URL, reason, "temporary errors in a row: "+strconv.Itoa(rec.TempErrCount+1), true)
+		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "attempts", rec.TempErrCount+1)
+		outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status}
+		w := c.unindex(rec, &outcome)
+		c.complete(lease, outcome, w)
+		return
+	}
+	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "retry_at", until)
+	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Status: status, Backoff: until}, nil)
+}
+
+// exclude records a URL the crawl space, robots.txt or its response keep out.
+func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *source, reason, detail string) {
+	c.report.Reason(src.cfg.Name, rec.URL, reason, detail, false)
+	c.log.Debug("excluded", "url", rec.URL, "source", src.cfg.Name, "reason", reason, "detail", detail)
+	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason}
+	w := c.unindex(rec, &outcome)
+	c.complete(lease, outcome, w)
+}
+
+// complete records an outcome and then performs its sink write. A failed
+// store write is logged and the lease released, so the URL is tried again
+// rather than lost, and the sink write is not made.
+func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) {
+	if err := lease.Complete(o); err != nil {
+		c.log.Error("cannot record outcome", "url", lease.Item().URL, "source", lease.Item().Source, "err", err)
+		lease.Release()
+		return
+	}
+	if w == nil {
+		return
+	}
+	c.report.expect(w.url, w.source)
+	var err error
+	if w.del {
+		err = c.sink.Delete(context.Background(), w.id, w.url)
+	} else {
+		err = c.sink.Index(context.Background(), w.doc)
+	}
+	if err != nil {
+		// The write stays pending in the store and is sent again by the next cycle.
+		c.log.Warn("sink write failed", "url", w.url, "source", w.source, "delete", w.del, "err", err)
+	}
+}
+
+// robotsAllow checks robots.txt for u. A refusal returns the deciding line;
+// a robots.txt that cannot be read postpones the URL (ok false, why "").
+func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *source, u *url.URL) (ok bool, why string) {
+	if !config.Bool(src.cfg.Robots.Obey, true) {
+		return true, ""
+	}
+	r, err := c.robots.Get(ctx, u)
+	var unavailable *robots.UnavailableError
+	if errors.As(err, &unavailable) {
+		// RFC 9309: an unreachable robots.txt disallows everything until it can be read.
+		c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: "robots_unavailable", NoRequest: true, Backoff: unavailable.RetryAt}, nil)
+		return false, ""
+	}
+	if err != nil {
+		lease.Release()
+		return false, ""
+	}
+	if config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
+		if d := r.CrawlDelay(c.agent); d > 0 {
+			c.delays.Store(lease.HostKey(), d)
+		}
+	}
+	pq := u.EscapedPath()
+	if u.RawQuery != "" {
+		pq += "?" + u.RawQuery
+	}
+	allowed, line := r.Test(c.agent, pq)
+	if !allowed {
+		return false, u.Scheme + "://" + u.Host + "/" + line
+	}
+	return true, ""
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date), falling
+// back to the backoff for the attempt.
+func retryAfter(v string, attempts int) time.Duration {
+	if v = strings.TrimSpace(v); v != "" {
+		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+			return min(time.Duration(secs)*time.Second, retryMax)
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return min(max(time.Until(t), 0), retryMax)
+		}
+	}
+	return backoff(attempts)
+}
+
+func backoff(attempts int) time.Duration {
+	return min(retryBase<<min(attempts, 12), retryMax)
+}
+
+// colly2UTF8 adjusts headers for a body colly has already converted: colly
+// decodes a non-UTF-8 charset named in Content-Type into UTF-8, so the
+// header must say utf-8 or the page would be decoded twice.
+func colly2UTF8(h http.Header) http.Header {
+	ct := h.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || params["charset"] == "" || strings.EqualFold(params["charset"], "utf-8") || strings.EqualFold(params["charset"], "utf8") {
+		return h
+	}
+	params["charset"] = "utf-8"
+	h.Set("Content-Type", mime.FormatMediaType(mt, params))
+	return h
+}
