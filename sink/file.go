@@ -26,12 +26,14 @@ type File struct {
 	buf []byte // reused for document lines
 }
 
-// NewFile creates (truncates) path; index names the target alias in the actions.
+// NewFile opens path for appending, creating it if needed; index names the
+// target index in the actions. Appending keeps the file a complete log of
+// writes across crawls: an incremental crawl writes only what changed.
 func NewFile(path, index string, onResult func(Result)) (*File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
