@@ -432,3 +432,26 @@ func TestConcurrentWorkersLeaseEachURLOnceWithinHostLimits(t *testing.T) {
 		t.Errorf("counts %v with %d leased, %d pages", st, len(leased), pages)
 	}
 }
+
+func TestWalksOverManyChunksMissNoRecord(t *testing.T) {
+	f := openTest(t, "", Options{})
+	n := 2*writeChunk + readChunk + 3
+	mustAdd(t, f, urlsOf("a.test", n)...)
+	if c, err := f.Counts(); err != nil || c["s"].Total() != n {
+		t.Fatalf("Counts = %v, %v; want %d URLs", c, err, n)
+	}
+	if dropped, err := f.Drop(func(Record) (bool, string) { return true, "test" }); err != nil || dropped != n {
+		t.Fatalf("Drop over %d records = %d, %v", n, dropped, err)
+	}
+	seen := 0
+	f.ForEach("s", func(r Record) error {
+		if r.State != Excluded {
+			t.Errorf("%s is %s", r.URL, r.State)
+		}
+		seen++
+		return nil
+	})
+	if seen != n {
+		t.Errorf("ForEach saw %d of %d", seen, n)
+	}
+}

@@ -174,12 +174,14 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 			}
 			var cands []cand
 			var hdr Record
+			var prev []byte // valid for the transaction, like every key bbolt returns
 			for i := 0; k != nil; k, v = c.Next() {
 				if i == writeChunk {
-					next = append([]byte(nil), k...)
+					next = append([]byte(nil), prev...) // the next chunk starts after it
 					break
 				}
 				i++
+				prev = k
 				if err := decodeRecord("", v, &hdr, false); err != nil {
 					return err
 				}

@@ -35,6 +35,7 @@ func main() {
 	boltMode := flag.String("bolt", "tuned", "tuned (the package's options) or stock (bbolt defaults)")
 	dir := flag.String("dir", "", "state directory (default: a new temporary one, removed after)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the pop phase")
+	cycles := flag.Int("cycles", 0, "refresh cycles after the first pass: RequeueDue of every URL, then fetch all again")
 	flag.Parse()
 
 	if *dir == "" {
@@ -153,6 +154,31 @@ func main() {
 		}
 	})
 	report("next+complete", int(popped.Load()), time.Since(start))
+	for c := range *cycles {
+		start = time.Now()
+		n, err := f.RequeueDue("", time.Now().Add(time.Hour))
+		if err != nil {
+			log.Fatal(err)
+		}
+		report(fmt.Sprintf("requeue %d", c+1), n, time.Since(start))
+		popped.Store(0)
+		start = time.Now()
+		parallel(*workers, func() {
+			for {
+				l, err := f.Next(context.Background())
+				if err != nil {
+					return
+				}
+				if err := l.Complete(frontier.Outcome{State: frontier.Fetched, Status: 200,
+					ETag: `"5f3c-62a1b7c0e2d40"`, LastModified: "Tue, 11 Mar 2025 09:12:44 GMT",
+					Hash: "9f86d081884c7d659a2feaa0c55ad015"}); err != nil {
+					log.Fatal(err)
+				}
+				popped.Add(1)
+			}
+		})
+		report(fmt.Sprintf("refresh %d", c+1), int(popped.Load()), time.Since(start))
+	}
 
 	start = time.Now()
 	counts, err := f.Counts()
