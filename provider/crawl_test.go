@@ -58,13 +58,19 @@ func parseConfig(t *testing.T, yaml string) *config.Config {
 }
 
 // crawlerFor builds the crawler the way `crawlspace crawl` does.
-func crawlerFor(t *testing.T, cfg *config.Config, s sink.Sink, report *provider.Report) *provider.Crawler {
+func crawlerFor(t *testing.T, cfg *config.Config) *provider.Crawler {
 	t.Helper()
 	set, err := rules.Compile(cfg)
 	if err != nil {
 		t.Fatalf("rules:\n%v", err)
 	}
-	c, err := provider.New(cfg, set, s, report, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	open := func(onResult func(sink.Result)) (sink.Sink, error) {
+		if cfg.Elasticsearch != nil {
+			return sink.NewElasticsearch(context.Background(), cfg.Elasticsearch, cfg.ExtraFields, onResult)
+		}
+		return sink.NewFile(cfg.Output.File, cfg.Output.Index, onResult)
+	}
+	c, err := provider.New(cfg, set, open, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,35 +78,17 @@ func crawlerFor(t *testing.T, cfg *config.Config, s sink.Sink, report *provider.
 	return c
 }
 
-// crawl runs one cycle the way `crawlspace crawl` does.
+// crawl runs one cycle the way `crawlspace crawl` does, closing the crawler after it.
 func crawl(t *testing.T, cfg *config.Config) *provider.Report {
 	t.Helper()
-	ctx := context.Background()
-	var report *provider.Report
-	var s sink.Sink
-	if cfg.Elasticsearch != nil {
-		report = provider.NewReport("elasticsearch", cfg.Elasticsearch.Index)
-		es, err := sink.NewElasticsearch(ctx, cfg.Elasticsearch, cfg.ExtraFields, report.SinkResult)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s = es
-	} else {
-		report = provider.NewReport("file", "")
-		fs, err := sink.NewFile(cfg.Output.File, cfg.Output.Index, report.SinkResult)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s = fs
-	}
-	c := crawlerFor(t, cfg, s, report)
-	if err := c.Crawl(ctx); err != nil {
+	c := crawlerFor(t, cfg)
+	report, err := c.Crawl(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(ctx); err != nil {
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	report.Finish()
 	return report
 }
 

@@ -29,16 +29,22 @@ import (
 
 // Crawler runs crawl cycles over every source of one configuration.
 type Crawler struct {
-	cfg     *config.Config
-	rules   *rules.Set
-	front   *frontier.Frontier
-	sink    sink.Sink
-	report  *Report
-	log     *slog.Logger
-	sources map[string]*source
-	order   []*source // config order
-	robots  *robots.Cache
-	agent   string // robots.txt product token
+	cfg   *config.Config
+	rules *rules.Set
+	front *frontier.Frontier
+	sink  sink.Sink
+	// report is the current cycle's; the sink's acknowledgements of one
+	// cycle may arrive while the next starts.
+	reportMu sync.Mutex
+	report   *Report
+
+	closeOnce sync.Once
+	closeErr  error
+	log       *slog.Logger
+	sources   map[string]*source
+	order     []*source // config order
+	robots    *robots.Cache
+	agent     string // robots.txt product token
 
 	// delays holds robots.txt Crawl-delays learned per host key, read by
 	// the frontier's politeness policy.
@@ -48,13 +54,17 @@ type Crawler struct {
 	sourceHeaders map[string]bool
 }
 
-// New prepares a crawler and opens its state store under cfg.StateDir. The
-// sink must report its results to report.SinkResult. Close releases the store.
-func New(cfg *config.Config, set *rules.Set, s sink.Sink, report *Report, log *slog.Logger) (*Crawler, error) {
+// SinkOpener opens the sink documents go to; onResult must receive every
+// outcome the sink reports.
+type SinkOpener func(onResult func(sink.Result)) (sink.Sink, error)
+
+// New prepares a crawler: it opens the state store under cfg.StateDir and
+// the sink. Close releases both.
+func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) (*Crawler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Crawler{cfg: cfg, rules: set, sink: s, report: report, log: log,
+	c := &Crawler{cfg: cfg, rules: set, log: log, report: NewReport(""),
 		sources: map[string]*source{}, sourceHeaders: map[string]bool{}, agent: robots.ProductToken(cfg.UserAgent)}
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
@@ -64,29 +74,66 @@ func New(cfg *config.Config, set *rules.Set, s sink.Sink, report *Report, log *s
 		c.sources[src.cfg.Name] = src
 		c.order = append(c.order, src)
 	}
-	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent})
-	if cfg.Fetch.InsecureSkipVerify {
-		report.Warn("TLS certificates are not verified (fetch.insecure_skip_verify)")
-		log.Warn("TLS certificates are not verified", "setting", "fetch.insecure_skip_verify")
-	}
-	for _, src := range c.order {
-		if !config.Bool(src.cfg.Robots.Obey, true) {
-			msg := fmt.Sprintf("source %s ignores robots.txt and robots directives (robots.obey: false)", src.cfg.Name)
-			report.Warn(msg)
-			log.Warn("robots.txt and robots directives ignored", "source", src.cfg.Name, "setting", "robots.obey")
-		}
-	}
-	for _, w := range set.Warnings() {
-		report.Warn(w)
-		log.Warn(w)
-	}
+	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy})
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
 	}
 	c.front = front
-	report.onAck = c.acknowledge
+	s, err := open(c.sinkResult)
+	if err != nil {
+		front.Close()
+		return nil, err
+	}
+	c.sink = s
 	return c, nil
+}
+
+// warnings are the conditions every cycle's report repeats.
+func (c *Crawler) warnings(report *Report) {
+	if c.cfg.Fetch.InsecureSkipVerify {
+		report.Warn("TLS certificates are not verified (fetch.insecure_skip_verify)")
+		c.log.Warn("TLS certificates are not verified", "setting", "fetch.insecure_skip_verify")
+	}
+	for _, src := range c.order {
+		if !config.Bool(src.cfg.Robots.Obey, true) {
+			report.Warn(fmt.Sprintf("source %s ignores robots.txt and robots directives (robots.obey: false)", src.cfg.Name))
+			c.log.Warn("robots.txt and robots directives ignored", "source", src.cfg.Name, "setting", "robots.obey")
+		}
+	}
+	for _, w := range c.rules.Warnings() {
+		report.Warn(w)
+		c.log.Warn(w)
+	}
+}
+
+// Close flushes and closes the sink and closes the state store; later
+// calls return the first call's result.
+func (c *Crawler) Close() error {
+	c.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c.closeErr = c.sink.Close(ctx)
+		if err := c.front.Close(); c.closeErr == nil {
+			c.closeErr = err
+		}
+	})
+	return c.closeErr
+}
+
+// Frontier gives read access to the state store, for status and tests.
+func (c *Crawler) Frontier() *frontier.Frontier { return c.front }
+
+// sinkResult counts an acknowledgement in the current report and records it in the state store.
+func (c *Crawler) sinkResult(res sink.Result) {
+	c.reportNow().SinkResult(res)
+	c.acknowledge(res)
+}
+
+func (c *Crawler) reportNow() *Report {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	return c.report
 }
 
 // acknowledge records a sink outcome on the URL: the pending write is done,
@@ -124,7 +171,7 @@ func (c *Crawler) resumePending(ctx context.Context) error {
 	}
 	for _, r := range recs {
 		if r.Pending == pendingDelete {
-			c.report.expect(r.URL, r.Source)
+			c.reportNow().expect(r.URL, r.Source)
 			if err := c.sink.Delete(ctx, r.DocID, r.URL); err != nil {
 				return err
 			}
@@ -147,21 +194,19 @@ func (c *Crawler) resumePending(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the state store.
-func (c *Crawler) Close() error { return c.front.Close() }
-
-// Frontier gives read access to the state store, for status and tests.
-func (c *Crawler) Frontier() *frontier.Frontier { return c.front }
-
 // policy is the frontier's politeness for a host: the source's limits, and
-// the larger of its delay and the host's robots.txt Crawl-delay.
+// the larger of its delay and the host's robots.txt Crawl-delay, which also
+// allows one request at a time.
 func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 	src := c.sourceForHost(hostKey)
 	p := src.cfg.Politeness
 	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
 	if config.Bool(p.ObeyCrawlDelay, true) && config.Bool(src.cfg.Robots.Obey, true) {
-		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > hp.Delay {
-			hp.Delay = d.(time.Duration)
+		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > 0 {
+			// Crawl-delay asks for one request per delay: with two slots
+			// the second request would start while the first still runs.
+			hp.Delay = max(hp.Delay, d.(time.Duration))
+			hp.MaxParallel = 1
 		}
 	}
 	return hp
@@ -178,21 +223,52 @@ func (c *Crawler) sourceForHost(hostKey string) *source {
 	return c.order[0]
 }
 
-// Crawl runs one cycle of every source: reject lists reloaded, start URLs,
-// sitemaps and feeds queued, aged checks due queued, then every queued URL
-// fetched until nothing is waiting. A cycle that was interrupted resumes
-// from the state store. Documents handed to the sink are flushed either way.
-func (c *Crawler) Crawl(ctx context.Context) error {
+// Crawl runs one cycle of every source: writes left pending by an earlier
+// run resent, reject lists reloaded, the crawl space re-applied to known
+// URLs when the configuration changed, start URLs, sitemaps and feeds
+// queued, aged checks that are due queued, then every queued URL fetched
+// until nothing is waiting. A cycle that was interrupted resumes from the
+// state store. When the cycle completes, its writes are published (for
+// Elasticsearch: the alias moves to the physical index written).
+func (c *Crawler) Crawl(ctx context.Context) (*Report, error) {
+	report := NewReport(fmt.Sprint(c.sink))
+	c.reportMu.Lock()
+	c.report = report
+	c.reportMu.Unlock()
+	c.warnings(report)
+	err := c.cycle(ctx)
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
+		err = fmt.Errorf("sink: %w", ferr)
+	}
+	if err == nil {
+		err = c.publish(flushCtx)
+	}
+	report.Finish()
+	return report, err
+}
+
+func (c *Crawler) cycle(ctx context.Context) error {
 	cycle, err := c.front.BeginCycle()
 	if err != nil {
 		return err
 	}
 	c.log.Debug("cycle starts", "cycle", cycle)
+	if err := c.rebuildIfNewTarget(); err != nil {
+		return err
+	}
+	if err := c.reapplyIfChanged(); err != nil {
+		return err
+	}
 	if err := c.resumePending(ctx); err != nil {
 		return err
 	}
 	if err := c.checkpoint(); err != nil {
 		return err
+	}
+	for _, src := range c.order {
+		c.learnCrawlDelays(ctx, src)
 	}
 	now := time.Now()
 	for _, src := range c.order {
@@ -208,17 +284,127 @@ func (c *Crawler) Crawl(ctx context.Context) error {
 	for _, src := range c.order {
 		c.discoverListed(ctx, src)
 	}
-	err = c.work(ctx)
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-	defer cancel()
-	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
-		err = fmt.Errorf("sink: %w", ferr)
-	}
-	return err
+	return c.work(ctx)
 }
 
-// checkpointEvery is how often a running crawl re-reads the reject lists.
-const checkpointEvery = 30 * time.Second
+// Meta keys of the state store.
+const (
+	metaTarget      = "sink_target"  // the sink target last published
+	metaFingerprint = "fingerprint/" // + source name: the config fingerprint last applied
+)
+
+// rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new
+// physical index (a changed mapping version or extra fields) or another
+// sink. Every URL holding a document is queued to be fetched and written
+// again; the new target is published only when that cycle completes, so
+// searches never see a half-built index.
+func (c *Crawler) rebuildIfNewTarget() error {
+	last, err := c.front.GetMeta(metaTarget)
+	if err != nil {
+		return err
+	}
+	target := fmt.Sprint(c.sink)
+	if string(last) == target {
+		return nil
+	}
+	n, err := c.front.RequeueIndexed()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		c.log.Info("documents go to a new target: rebuilding it from the known URLs", "target", target, "previous", string(last), "urls", n)
+	}
+	return nil
+}
+
+// reapplyIfChanged re-decides every known URL when a source's effective
+// configuration changed since it was last applied: documents that no
+// longer belong are deleted, newly allowed URLs are queued.
+func (c *Crawler) reapplyIfChanged() error {
+	changed := false
+	for _, src := range c.order {
+		old, err := c.front.GetMeta(metaFingerprint + src.cfg.Name)
+		if err != nil {
+			return err
+		}
+		if string(old) != config.Fingerprint(src.cfg) {
+			changed = changed || old != nil
+		}
+	}
+	if changed {
+		if err := c.Reapply(); err != nil {
+			return err
+		}
+	}
+	for _, src := range c.order {
+		if err := c.front.PutMeta(metaFingerprint+src.cfg.Name, []byte(config.Fingerprint(src.cfg))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reapply re-decides every known URL against the current crawl space; the
+// deletions it decides are sent by resumePending.
+func (c *Crawler) Reapply() error {
+	dropped, requeued, err := c.front.Reapply(func(r frontier.Record) frontier.Verdict {
+		src := c.sources[r.Source]
+		if src == nil {
+			return frontier.Verdict{Reason: "source_removed"}
+		}
+		d := src.rules.Decide(r.URL, r.Depth)
+		if !d.Crawl {
+			return frontier.Verdict{Reason: string(d.Reason)}
+		}
+		return frontier.Verdict{Allowed: true, Refetch: r.Indexed && !d.Index}
+	})
+	if err != nil {
+		return err
+	}
+	c.log.Info("configuration changed: crawl space re-applied to known URLs", "dropped", dropped, "requeued", requeued)
+	return nil
+}
+
+// Rewrite queues every URL holding a document to be fetched and written
+// again whatever it holds (crawlspace reindex).
+func (c *Crawler) Rewrite() (int, error) { return c.front.RequeueIndexed() }
+
+// publish makes the cycle's writes visible and records the target published.
+func (c *Crawler) publish(ctx context.Context) error {
+	if err := c.sink.Publish(ctx); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	return c.front.PutMeta(metaTarget, []byte(fmt.Sprint(c.sink)))
+}
+
+// learnCrawlDelays reads the robots.txt of a source's start hosts before
+// anything of theirs is queued: the frontier takes a host's politeness when
+// it first schedules it, so a Crawl-delay learnt only with the first page
+// would let a second request start alongside the first.
+func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
+	if !config.Bool(src.cfg.Robots.Obey, true) || !config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
+		return
+	}
+	for host := range src.own {
+		hu, err := url.Parse(host + "/")
+		if err != nil {
+			continue
+		}
+		if r, _ := c.robots.Get(ctx, hu); r != nil {
+			if d := r.CrawlDelay(c.agent); d > 0 {
+				c.delays.Store(host, d)
+			}
+		}
+	}
+}
+
+// checkpointEvery is how often a running crawl re-reads the reject lists
+// (a variable only so tests can shorten it).
+var checkpointEvery = 30 * time.Second
+
+// robotsRetryMin is the first wait before an unreachable robots.txt is
+// fetched again; zero keeps the robots cache's default. Tests shorten it.
+var robotsRetryMin time.Duration
 
 // checkpoint re-reads the reject lists; when one changed, queued URLs that
 // now fall outside the crawl space are dropped with their reason.
@@ -226,7 +412,7 @@ func (c *Crawler) checkpoint() error {
 	changed, err := c.rules.Reload()
 	if err != nil {
 		c.log.Warn("reject list not reloaded", "err", err)
-		c.report.Warn(err.Error())
+		c.reportNow().Warn(err.Error())
 	}
 	if !changed {
 		return nil

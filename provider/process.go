@@ -34,8 +34,9 @@ type fetchResult struct {
 
 const resultKey = "crawlspace.result"
 
-// Temporary failures back a host off for retryBase << attempts, at most retryMax.
-const (
+// Temporary failures back a host off for retryBase << attempts, at most
+// retryMax. Variables only so tests can shorten them.
+var (
 	retryBase = 2 * time.Second
 	retryMax  = 10 * time.Minute
 )
@@ -362,7 +363,7 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
 		until := time.Now().Add(retryAfter(h.Get("Retry-After"), rec.TempErrCount))
-		c.temporary(lease, rec, src, reason, status, until)
+		c.temporary(lease, rec, src, reason, status, until, false)
 		return
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, "", true)
@@ -380,7 +381,7 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	it := lease.Item()
 	reason, temporary := classify(err)
 	if temporary {
-		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)))
+		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)), false)
 		return
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, err.Error(), true)
@@ -398,18 +399,18 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 // temporary queues the URL again after a backoff of its host, until it has
 // failed max_temporary_errors times in a row; then it is an error and its
 // document is deleted.
-func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time) {
+func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time, noRequest bool) {
 	it := lease.Item()
 	if rec.TempErrCount+1 >= src.cfg.MaxTemporaryErrors {
 		c.report.Reason(src.cfg.Name, it.URL, reason, "temporary errors in a row: "+strconv.Itoa(rec.TempErrCount+1), true)
 		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "attempts", rec.TempErrCount+1)
-		outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status}
+		outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status, NoRequest: noRequest}
 		w := c.unindex(rec, &outcome)
 		c.complete(lease, outcome, w)
 		return
 	}
 	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "retry_at", until)
-	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Status: status, Backoff: until}, nil)
+	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Status: status, Backoff: until, NoRequest: noRequest}, nil)
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
@@ -455,8 +456,11 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 	r, err := c.robots.Get(ctx, u)
 	var unavailable *robots.UnavailableError
 	if errors.As(err, &unavailable) {
-		// RFC 9309: an unreachable robots.txt disallows everything until it can be read.
-		c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: "robots_unavailable", NoRequest: true, Backoff: unavailable.RetryAt}, nil)
+		// RFC 9309: an unreachable robots.txt disallows everything until it
+		// can be read. Each postponement is a temporary error of the URL, so
+		// a robots.txt that stays down ends the URL's cycle in error rather
+		// than keeping the cycle open for ever.
+		c.temporary(lease, lease.Record(), src, "robots_unavailable", 0, unavailable.RetryAt, true)
 		return false, ""
 	}
 	if err != nil {

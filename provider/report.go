@@ -44,7 +44,6 @@ type Report struct {
 	Finished time.Time          `json:"finished"`
 	Seconds  float64            `json:"duration_seconds"`
 	Sink     string             `json:"sink"`
-	Index    string             `json:"index,omitempty"`
 	Total    Counts             `json:"total"`
 	Sources  map[string]*Counts `json:"sources"`
 	// Examples holds up to a few URLs per reason.
@@ -54,15 +53,13 @@ type Report struct {
 	mu       sync.Mutex
 	perCode  map[string]int // examples kept per reason
 	urlToSrc sync.Map       // document URL -> source name, for sink results
-	// onAck, set by the crawler, records each acknowledgement in the state store.
-	onAck func(sink.Result)
 }
 
 const examplesPerReason = 5
 
-// NewReport starts an empty report.
-func NewReport(sinkName, index string) *Report {
-	return &Report{Started: time.Now().UTC(), Sink: sinkName, Index: index,
+// NewReport starts an empty report of a cycle writing to sinkName.
+func NewReport(sinkName string) *Report {
+	return &Report{Started: time.Now().UTC(), Sink: sinkName,
 		Sources: map[string]*Counts{}, perCode: map[string]int{}, Total: Counts{Reasons: map[string]int{}}}
 }
 
@@ -142,9 +139,6 @@ func (r *Report) SinkResult(res sink.Result) {
 	case sink.Failed:
 		r.add(src, func(c *Counts) { c.IndexFailures++ })
 		r.Reason(src, res.URL, "index_failed", res.Reason, true)
-	}
-	if r.onAck != nil {
-		r.onAck(res)
 	}
 }
 

@@ -121,6 +121,10 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	return s, nil
 }
 
+func (s *Elasticsearch) String() string {
+	return "elasticsearch index " + s.physical + " (alias " + s.alias + ")"
+}
+
 // PhysicalIndex is the concrete index documents are written to.
 func (s *Elasticsearch) PhysicalIndex() string { return s.physical }
 
@@ -303,15 +307,21 @@ func (s *Elasticsearch) waitSettled(ctx context.Context, d time.Duration) bool {
 	return s.inflight == 0
 }
 
-// Close flushes, refreshes the physical index so searches see the writes,
-// and points the alias at it in one atomic step.
+// Close flushes and stops the bulk indexer; retries still waiting give up
+// and are reported as failed, their writes kept pending by the crawler.
 func (s *Elasticsearch) Close(ctx context.Context) error {
 	err := s.Flush(ctx)
 	s.stop()
 	if cerr := s.bulk.Close(ctx); err == nil && cerr != nil && !errors.Is(cerr, esutil.ErrIndexerClosed) {
 		err = cerr
 	}
-	if err != nil {
+	return err
+}
+
+// Publish flushes, refreshes the physical index so searches see the
+// writes, and points the alias at it in one atomic step.
+func (s *Elasticsearch) Publish(ctx context.Context) error {
+	if err := s.Flush(ctx); err != nil {
 		return err
 	}
 	if err := s.Refresh(ctx); err != nil {

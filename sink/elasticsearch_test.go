@@ -92,6 +92,9 @@ func TestElasticsearchSinkCreatesUpdatesAndDeletesByURLDerivedID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +193,9 @@ func TestElasticsearchSinkRetriesThroughAnOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +228,9 @@ func TestElasticsearchSinkMovesTheAliasFromAnOlderPhysicalIndexInOneStep(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := old.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := old.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +243,9 @@ func TestElasticsearchSinkMovesTheAliasFromAnOlderPhysicalIndexInOneStep(t *test
 		t.Fatal("a changed mapping kept the physical index name")
 	}
 	if err := next.Index(ctx, doc("http://example.test/x", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := next.Close(ctx); err != nil {
@@ -260,8 +272,42 @@ func TestElasticsearchSinkRefusesAConcreteIndexNamedLikeTheAlias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Close(ctx)
+	err = s.Publish(ctx)
+	s.Close(ctx)
 	if err == nil || !strings.Contains(err.Error(), "concrete index") {
 		t.Fatalf("want an error explaining the concrete index, got %v", err)
+	}
+}
+
+func TestElasticsearchSinkKeepsTheAliasOnTheOldIndexUntilPublished(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	ctx := context.Background()
+	old, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Index(ctx, doc("http://example.test/old", "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old.Close(ctx)
+	next, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), map[string]string{"extra_section": ""}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Index(ctx, doc("http://example.test/new", "new")); err != nil {
+		t.Fatal(err)
+	}
+	// Flushed and closed, but not published: a half-built index stays unseen.
+	if err := next.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var aliases map[string]any
+	getJSON(t, esURL+"/_alias/"+index, &aliases)
+	if _, ok := aliases[old.PhysicalIndex()]; !ok || len(aliases) != 1 {
+		t.Errorf("before Publish the alias points at %v, want only the old %s", aliases, old.PhysicalIndex())
 	}
 }

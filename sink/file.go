@@ -16,6 +16,7 @@ import (
 // actions, the document source line. The file can be replayed into a cluster
 // with curl --data-binary @file against /_bulk.
 type File struct {
+	path     string
 	index    string
 	onResult func(Result)
 
@@ -41,7 +42,7 @@ func NewFile(path, index string, onResult func(Result)) (*File, error) {
 	if onResult == nil {
 		onResult = func(Result) {}
 	}
-	return &File{index: index, onResult: onResult, f: f, w: w, enc: json.NewEncoder(w)}, nil
+	return &File{path: path, index: index, onResult: onResult, f: f, w: w, enc: json.NewEncoder(w)}, nil
 }
 
 type bulkMeta struct {
@@ -84,6 +85,11 @@ func (s *File) Flush(context.Context) error {
 	}
 	return s.f.Sync()
 }
+
+func (s *File) String() string { return "file " + s.path }
+
+// Publish syncs the file: a file has no readers to switch over.
+func (s *File) Publish(ctx context.Context) error { return s.Flush(ctx) }
 
 func (s *File) Close(ctx context.Context) error {
 	err := s.Flush(ctx)

@@ -41,6 +41,10 @@ type Sink interface {
 	Index(ctx context.Context, doc *docfields.Document) error
 	Delete(ctx context.Context, id, url string) error
 	Flush(ctx context.Context) error
-	// Close flushes, makes the writes visible to searches and releases resources.
+	// Publish makes everything acknowledged so far what searches see: for
+	// Elasticsearch, a refresh and the alias moved to the physical index.
+	// The crawler calls it only when the index is complete.
+	Publish(ctx context.Context) error
+	// Close flushes and releases resources; it does not publish.
 	Close(ctx context.Context) error
 }

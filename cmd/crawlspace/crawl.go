@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/provider"
@@ -44,22 +43,13 @@ func runCrawl(args []string) int {
 
 // crawlOnce runs one cycle into the configured sink and reports it.
 func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, log *slog.Logger, out io.Writer, reportPath string) int {
-	report, snk, err := openSink(ctx, cfg)
-	if err != nil {
-		log.Error("cannot open the sink", "err", err)
-		return exitFailed
-	}
-	c, err := provider.New(cfg, set, snk, report, log)
+	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start the crawl", "err", err)
 		return exitFailed
 	}
-	defer c.Close()
-	crawlErr := c.Crawl(ctx)
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-	defer cancel()
-	closeErr := snk.Close(closeCtx)
-	report.Finish()
+	report, crawlErr := c.Crawl(ctx)
+	closeErr := c.Close()
 	if reportPath != "" {
 		if err := report.WriteFile(reportPath); err != nil {
 			log.Error("cannot write the report", "path", reportPath, "err", err)
@@ -69,29 +59,21 @@ func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, log *slo
 	report.Summary(out)
 	switch {
 	case crawlErr != nil:
-		log.Error("crawl interrupted", "err", crawlErr)
+		log.Error("crawl did not complete", "err", crawlErr)
 		return exitFailed
 	case closeErr != nil:
-		log.Error("sink failed", "err", closeErr)
+		log.Error("closing the sink or state store failed", "err", closeErr)
 		return exitFailed
 	}
 	return exitOK
 }
 
-func openSink(ctx context.Context, cfg *config.Config) (*provider.Report, sink.Sink, error) {
-	if es := cfg.Elasticsearch; es != nil {
-		report := provider.NewReport("elasticsearch", es.Index)
-		s, err := sink.NewElasticsearch(ctx, es, cfg.ExtraFields, report.SinkResult)
-		if err != nil {
-			return nil, nil, err
+// sinkOpener opens Elasticsearch when the config names it, else the file sink.
+func sinkOpener(ctx context.Context, cfg *config.Config) provider.SinkOpener {
+	return func(onResult func(sink.Result)) (sink.Sink, error) {
+		if es := cfg.Elasticsearch; es != nil {
+			return sink.NewElasticsearch(ctx, es, cfg.ExtraFields, onResult)
 		}
-		report.Index = s.PhysicalIndex()
-		return report, s, nil
+		return sink.NewFile(cfg.Output.File, cfg.Output.Index, onResult)
 	}
-	report := provider.NewReport("file "+cfg.Output.File, "")
-	s, err := sink.NewFile(cfg.Output.File, cfg.Output.Index, report.SinkResult)
-	if err != nil {
-		return nil, nil, err
-	}
-	return report, s, nil
 }
