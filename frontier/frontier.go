@@ -117,6 +117,7 @@ type Frontier struct {
 	timers  hostHeap
 	leases  map[string]*Lease // leased URLs, and URLs claimed by a change in progress
 	working int               // real leases in flight
+	claimed int               // URLs claimed by changes in progress
 	busy    int               // hosts with a non-empty queue hint
 	garbage [][]byte          // stale queue keys, deleted in batches
 	wake    chan struct{}     // closed by signal when waiting

@@ -110,7 +110,7 @@ func urlsOf(host string, n int) []Item {
 func TestRecordEncodingRoundTripsEveryField(t *testing.T) {
 	ts := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
 	full := Record{
-		Item: Item{URL: "http://a.test/x?y=1", Source: "docs", Depth: 7, Class: Redirect, Shift: -2,
+		Item: Item{URL: "http://a.test/x?y=1", Source: "docs", Depth: 7, Class: Redirect, Shift: -2, Kind: 3,
 			Lastmod: ts, Via: "http://a.test/", Hops: 255},
 		State: Error, Reason: "http 500", Status: 500, ErrCount: 3, TempErrCount: 2,
 		FetchedAt: ts.Add(time.Hour), CheckedAt: ts.Add(2 * time.Hour),
@@ -198,20 +198,22 @@ func TestAddDeduplicatesWithinAndAcrossBatches(t *testing.T) {
 func TestKnownStateTakesPrecedenceOverRediscovery(t *testing.T) {
 	f := openTest(t, "", Options{Policy: policy(10, 0)})
 	urls := map[State]string{Fetched: "http://a.test/f", Error: "http://a.test/e", Excluded: "http://a.test/x", Waiting: "http://a.test/w"}
-	for _, u := range urls {
-		mustAdd(t, f, Item{URL: u, Source: "s", Class: Start})
+	// In this order, so the three leases below are the first three and
+	// the last URL stays queued.
+	for _, st := range []State{Fetched, Error, Excluded, Waiting} {
+		mustAdd(t, f, Item{URL: urls[st], Source: "s", Class: Start})
 	}
 	for range 3 {
 		l := mustLease(t, f)
 		switch u := l.Item().URL; u {
-		case urls[Waiting]:
-			l.Release()
 		case urls[Fetched]:
 			mustComplete(t, l, Outcome{State: Fetched, Status: 200})
 		case urls[Error]:
 			mustComplete(t, l, Outcome{State: Error, Reason: "http 404", Status: 404})
 		case urls[Excluded]:
 			mustComplete(t, l, Outcome{State: Excluded, Reason: "robots.txt", NoRequest: true})
+		default:
+			t.Fatalf("leased %s out of order", u)
 		}
 	}
 	for st, u := range urls {
@@ -220,7 +222,7 @@ func TestKnownStateTakesPrecedenceOverRediscovery(t *testing.T) {
 				t.Errorf("%s URL re-added as %s in the same cycle", st, c)
 			}
 		}
-		if r := mustGet(t, f, u); r.State != st && !(st == Waiting && r.State == InFlight) || r.Source != "s" {
+		if r := mustGet(t, f, u); r.State != st || r.Source != "s" {
 			t.Errorf("%s URL is now %s from %q", st, r.State, r.Source)
 		}
 	}

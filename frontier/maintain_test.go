@@ -455,3 +455,34 @@ func TestWalksOverManyChunksMissNoRecord(t *testing.T) {
 		t.Errorf("ForEach saw %d of %d", seen, n)
 	}
 }
+
+func TestCycleIsNotDoneWhileAChangeHoldsTheOnlyQueuedURL(t *testing.T) {
+	f := openTest(t, "", Options{})
+	u := "http://a.test/only"
+	mustAdd(t, f, Item{URL: u})
+	var (
+		l    *Lease
+		wait time.Duration
+		err  error
+	)
+	uerr := f.Update(u, func(r *Record) error {
+		// Another worker asks for work while this change holds the URL.
+		done := make(chan struct{})
+		go func() {
+			l, wait, err = f.TryNext()
+			close(done)
+		}()
+		<-done
+		r.DocID = "d"
+		return nil
+	})
+	if uerr != nil {
+		t.Fatal(uerr)
+	}
+	if l != nil || err != nil || wait != -1 {
+		t.Errorf("TryNext during the change = %v, %v, %v; want nothing yet, and not ErrDone", l, wait, err)
+	}
+	if l := mustLease(t, f); l.Item().URL != u {
+		t.Errorf("after the change leased %s", l.Item().URL)
+	}
+}

@@ -98,6 +98,9 @@ type Item struct {
 	Class  Class
 	// Shift is the crawl rule priority, MinShift (highest) to MaxShift (lowest).
 	Shift int
+	// Kind is the caller's tag for what the URL is (page, sitemap, feed…);
+	// stored, never interpreted.
+	Kind uint8
 	// Lastmod is the sitemap's lastmod, zero when unknown.
 	Lastmod time.Time
 	// Via is the referring page, optional (it costs its length on disk per URL).
@@ -160,7 +163,7 @@ const hopsShift = 8
 var errCorrupt = errors.New("frontier: corrupt record")
 
 func appendRecord(b []byte, r *Record) []byte {
-	b = append(b, recVersion, byte(r.State), byte(r.Class))
+	b = append(b, recVersion, byte(r.State), byte(r.Class), r.Kind)
 	b = binary.AppendVarint(b, int64(r.Shift))
 	// Hops rides above the flag bits: records written before it read as 0.
 	flags := uint64(r.Hops) << hopsShift
@@ -230,13 +233,13 @@ func (d *decoder) varint() int64 {
 // strs it leaves the strings empty and allocates nothing, for the checks on
 // the hot paths.
 func decodeRecord(url string, b []byte, r *Record, strs bool) error {
-	if len(b) < 3 || b[0] != recVersion {
+	if len(b) < 4 || b[0] != recVersion {
 		return errCorrupt
 	}
 	*r = Record{}
 	r.URL = url
-	r.State, r.Class = State(b[1]), Class(b[2])
-	d := decoder{b: b[3:]}
+	r.State, r.Class, r.Kind = State(b[1]), Class(b[2]), b[3]
+	d := decoder{b: b[4:]}
 	r.Shift = int(d.varint())
 	r.Depth = int(d.uvarint())
 	r.Status = int(d.uvarint())

@@ -239,6 +239,7 @@ type Stats struct {
 	InFlight int
 }
 
+// Stats returns the scheduler's figures without touching the disk.
 func (f *Frontier) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -362,7 +363,9 @@ func (f *Frontier) tryNextLocked() (*Lease, time.Duration, error) {
 		f.place(h, now)
 		return l, 0, nil
 	}
-	if f.working == 0 && f.busy == 0 {
+	// A claimed URL may go back to its queue when the change holding it
+	// ends (release signals), so the cycle is not over while one is held.
+	if f.working == 0 && f.busy == 0 && f.claimed == 0 {
 		return nil, 0, ErrDone
 	}
 	if len(f.timers) > 0 {
@@ -616,6 +619,7 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 	if l == nil {
 		l = &Lease{claim: true}
 		f.leases[rec.URL] = l
+		f.claimed++
 	}
 	l.refs++
 	c.list = append(c.list, claim{url: rec.URL, hostKey: hk, id: id, level: level(rec.Class, rec.Shift), seq: rec.qseq})
@@ -634,6 +638,7 @@ func (c *claims) release() {
 		if l := f.leases[cl.url]; l != nil && l.claim {
 			if l.refs--; l.refs == 0 {
 				delete(f.leases, cl.url)
+				f.claimed--
 			}
 		}
 		if cl.id == 0 {
