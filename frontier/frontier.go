@@ -607,9 +607,12 @@ func (f *Frontier) PutMeta(key string, value []byte) error {
 type wtx struct {
 	u, q, h, p *bolt.Bucket
 	cycle      uint64
-	arena      []byte
-	lastHost   string
-	lastID     uint32
+	// storedPending says whether the record sweep is changing had a
+	// Pending write as stored, before the change edited it.
+	storedPending bool
+	arena         []byte
+	lastHost      string
+	lastID        uint32
 }
 
 // queueFill is the queue bucket's fill percent: its keys are appended at

@@ -486,3 +486,19 @@ func TestCycleIsNotDoneWhileAChangeHoldsTheOnlyQueuedURL(t *testing.T) {
 		t.Errorf("after the change leased %s", l.Item().URL)
 	}
 }
+
+func TestPendingIndexFollowsSweepsThatClearPending(t *testing.T) {
+	f := openTest(t, "", Options{})
+	mustAdd(t, f, urlsOf("a.test", 2)...)
+	fetchAll(t, f)
+	for _, u := range []string{"http://a.test/p/0", "http://a.test/p/1"} {
+		f.Update(u, func(r *Record) error { r.Pending, r.Indexed = "index", true; return nil })
+	}
+	if n, err := f.RequeueIndexed(); err != nil || n != 2 {
+		t.Fatalf("RequeueIndexed = %d, %v", n, err)
+	}
+	f.Pending(func(r Record) error {
+		t.Errorf("Pending lists %s with Pending %q", r.URL, r.Pending)
+		return nil
+	})
+}

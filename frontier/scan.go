@@ -98,7 +98,12 @@ func (f *Frontier) ForEach(source string, fn func(Record) error) error {
 // walking the others: after a crash or an outage, these are the writes to
 // send again.
 func (f *Frontier) Pending(fn func(Record) error) error {
-	return f.scan(bucketPending, func(r *Record) error { return fn(*r) })
+	return f.scan(bucketPending, func(r *Record) error {
+		if r.Pending == "" {
+			return nil // a stale index entry; harmless
+		}
+		return fn(*r)
+	})
 }
 
 // SourceCounts counts one source's URLs by state, and those in Error or
@@ -195,6 +200,7 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 				}
 			}
 			for i := range cands {
+				w.storedPending = cands[i].rec.Pending != ""
 				ok, err := change(w, cands[i].key, &cands[i].rec, &cl, &eff)
 				if err != nil {
 					return err
@@ -218,11 +224,12 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 	}
 }
 
-// requeue queues a Fetched or Error record again as class c in the
-// current cycle.
+// requeue queues a record met by sweep again as class c in the current
+// cycle. The change may have edited r.Pending already, so whether the
+// pending index holds the URL comes from the record as stored.
 func requeue(w *wtx, key []byte, r *Record, c Class, eff *effects) error {
 	r.Class, r.Reason, r.Cycle = c, "", w.cycle
-	return w.enqueueHad(r, key, eff, r.Pending != "")
+	return w.enqueueHad(r, key, eff, w.storedPending)
 }
 
 // RequeueErrors queues again every URL of source ("" for all) in Error,
