@@ -231,12 +231,53 @@ func (c *Crawler) sourceForHost(hostKey string) *source {
 // state store. When the cycle completes, its writes are published (for
 // Elasticsearch: the alias moves to the physical index written).
 func (c *Crawler) Crawl(ctx context.Context) (*Report, error) {
+	return c.crawl(ctx, c.order)
+}
+
+// CrawlDue runs one cycle in which only the sources whose
+// discovery_interval has passed since their last discovery revisit their
+// start URLs, sitemaps and feeds; the aged checks that are due run for every
+// source. It returns when the next source's discovery is due.
+func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Time, error) {
+	var due []*source
+	next := time.Time{}
+	for _, src := range c.order {
+		at, err := c.nextDiscovery(src)
+		if err != nil {
+			return nil, now, err
+		}
+		if !at.After(now) {
+			due = append(due, src)
+			at = now.Add(src.cfg.DiscoveryInterval.D())
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	report, err := c.crawl(ctx, due)
+	return report, next, err
+}
+
+// nextDiscovery is when src's start URLs are next due.
+func (c *Crawler) nextDiscovery(src *source) (time.Time, error) {
+	raw, err := c.front.GetMeta(metaDiscovered + src.cfg.Name)
+	if err != nil || raw == nil {
+		return time.Time{}, err
+	}
+	var last time.Time
+	if err := last.UnmarshalText(raw); err != nil {
+		return time.Time{}, nil
+	}
+	return last.Add(src.cfg.DiscoveryInterval.D()), nil
+}
+
+func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
 	report := NewReport(fmt.Sprint(c.sink))
 	c.reportMu.Lock()
 	c.report = report
 	c.reportMu.Unlock()
 	c.warnings(report)
-	err := c.cycle(ctx)
+	err := c.cycle(ctx, discover)
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
@@ -249,7 +290,7 @@ func (c *Crawler) Crawl(ctx context.Context) (*Report, error) {
 	return report, err
 }
 
-func (c *Crawler) cycle(ctx context.Context) error {
+func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	cycle, err := c.front.BeginCycle()
 	if err != nil {
 		return err
@@ -267,22 +308,23 @@ func (c *Crawler) cycle(ctx context.Context) error {
 	if err := c.checkpoint(); err != nil {
 		return err
 	}
-	for _, src := range c.order {
-		c.learnCrawlDelays(ctx, src)
-	}
 	now := time.Now()
 	for _, src := range c.order {
-		if err := c.queueStart(src); err != nil {
-			return err
-		}
 		if src.cfg.MaxAge > 0 {
 			if _, err := c.front.RequeueDue(src.cfg.Name, now.Add(-src.cfg.MaxAge.D())); err != nil {
 				return err
 			}
 		}
 	}
-	for _, src := range c.order {
+	for _, src := range discover {
+		if err := c.queueStart(src); err != nil {
+			return err
+		}
 		c.discoverListed(ctx, src)
+		stamp, _ := now.MarshalText()
+		if err := c.front.PutMeta(metaDiscovered+src.cfg.Name, stamp); err != nil {
+			return err
+		}
 	}
 	return c.work(ctx)
 }
@@ -291,6 +333,7 @@ func (c *Crawler) cycle(ctx context.Context) error {
 const (
 	metaTarget      = "sink_target"  // the sink target last published
 	metaFingerprint = "fingerprint/" // + source name: the config fingerprint last applied
+	metaDiscovered  = "discovered/"  // + source name: when its start URLs were last queued
 )
 
 // rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new

@@ -84,7 +84,9 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 	}
 	hdr.Set("User-Agent", c.cfg.UserAgent)
 	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
-	conditional := rec.State == frontier.Fetched && rec.Indexed && (rec.ETag != "" || rec.LastModified != "" || !rec.FetchedAt.IsZero())
+	// A lease's record always reads InFlight: what the URL holds is told by
+	// its bookkeeping. A write still pending must fetch the page whole.
+	conditional := rec.Indexed && rec.Pending == "" && (rec.ETag != "" || rec.LastModified != "" || !rec.FetchedAt.IsZero())
 	if conditional {
 		if rec.ETag != "" {
 			hdr.Set("If-None-Match", rec.ETag)
@@ -370,7 +372,9 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status)
 	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status}
 	var w *write
-	if status == http.StatusNotFound || status == http.StatusGone || rec.State == frontier.Error {
+	// ErrCount > 0: the previous attempt failed permanently too (a lease's
+	// record reads InFlight, so its state cannot tell).
+	if status == http.StatusNotFound || status == http.StatusGone || rec.ErrCount > 0 {
 		w = c.unindex(rec, &outcome)
 	}
 	c.complete(lease, outcome, w)
@@ -388,7 +392,7 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", err)
 	outcome := frontier.Outcome{State: frontier.Error, Reason: reason}
 	var w *write
-	if rec.State == frontier.Error {
+	if rec.ErrCount > 0 {
 		w = c.unindex(rec, &outcome)
 	}
 	var addrErr *addressError

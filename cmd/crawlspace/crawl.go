@@ -48,24 +48,7 @@ func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, log *slo
 		log.Error("cannot start the crawl", "err", err)
 		return exitFailed
 	}
-	report, crawlErr := c.Crawl(ctx)
-	closeErr := c.Close()
-	if reportPath != "" {
-		if err := report.WriteFile(reportPath); err != nil {
-			log.Error("cannot write the report", "path", reportPath, "err", err)
-			return exitFailed
-		}
-	}
-	report.Summary(out)
-	switch {
-	case crawlErr != nil:
-		log.Error("crawl did not complete", "err", crawlErr)
-		return exitFailed
-	case closeErr != nil:
-		log.Error("closing the sink or state store failed", "err", closeErr)
-		return exitFailed
-	}
-	return exitOK
+	return finishCycle(ctx, c, log, out, reportPath)
 }
 
 // sinkOpener opens Elasticsearch when the config names it, else the file sink.

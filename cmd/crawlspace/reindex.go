@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/crawlspace/crawlspace/provider"
+)
+
+func init() {
+	register("reindex", "re-apply the config to every known document, then crawl", runReindex)
+}
+
+// runReindex deletes what no longer belongs to the crawl space, queues
+// every document to be fetched and written again (its meaning may have
+// changed: new extra fields, a new add_meta, a kill pattern), and runs a
+// cycle that does it.
+func runReindex(args []string) int {
+	fs := newFlags("reindex")
+	path := fs.String("config", "", "configuration file")
+	reportPath := fs.String("report", "", "write the crawl report as JSON to this file")
+	verbose := fs.Bool("v", false, "log every URL decision (debug level)")
+	quiet := fs.Bool("quiet", false, "log errors only and print no summary")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg, set, ok := loadConfig(*path, os.Stderr)
+	if !ok {
+		return exitUsage
+	}
+	log := newLogger(cfg, os.Stderr, *verbose, *quiet)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var out io.Writer = os.Stdout
+	if *quiet {
+		out = io.Discard
+	}
+	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFailed
+	}
+	if err := c.Reapply(); err != nil {
+		log.Error("cannot re-apply the crawl space", "err", err)
+		c.Close()
+		return exitFailed
+	}
+	n, err := c.Rewrite()
+	if err != nil {
+		log.Error("cannot queue the documents", "err", err)
+		c.Close()
+		return exitFailed
+	}
+	log.Info("documents queued to be fetched and written again", "count", n)
+	return finishCycle(ctx, c, log, out, *reportPath)
+}
+
+// finishCycle runs one cycle of every source, closes the crawler and reports.
+func finishCycle(ctx context.Context, c *provider.Crawler, log *slog.Logger, out io.Writer, reportPath string) int {
+	report, crawlErr := c.Crawl(ctx)
+	closeErr := c.Close()
+	if reportPath != "" {
+		if err := report.WriteFile(reportPath); err != nil {
+			log.Error("cannot write the report", "path", reportPath, "err", err)
+			return exitFailed
+		}
+	}
+	report.Summary(out)
+	switch {
+	case crawlErr != nil:
+		log.Error("crawl did not complete", "err", crawlErr)
+		return exitFailed
+	case closeErr != nil:
+		log.Error("closing the sink or state store failed", "err", closeErr)
+		return exitFailed
+	}
+	return exitOK
+}

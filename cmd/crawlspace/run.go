@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/provider"
+	"github.com/crawlspace/crawlspace/rules"
+)
+
+func init() {
+	register("run", "the service: discovery every discovery_interval, aged checks, until SIGINT or SIGTERM", runRun)
+}
+
+func runRun(args []string) int {
+	fs := newFlags("run")
+	path := fs.String("config", "", "configuration file")
+	reportPath := fs.String("report", "", "rewrite this JSON file with each cycle's report")
+	verbose := fs.Bool("v", false, "log every URL decision (debug level)")
+	quiet := fs.Bool("quiet", false, "log errors only and print no summaries")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg, set, ok := loadConfig(*path, os.Stderr)
+	if !ok {
+		return exitUsage
+	}
+	log := newLogger(cfg, os.Stderr, *verbose, *quiet)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var out io.Writer = os.Stdout
+	if *quiet {
+		out = io.Discard
+	}
+	return serve(ctx, cfg, set, log, out, *reportPath)
+}
+
+// serve runs cycles until ctx ends: each source's discovery when its
+// interval has passed, the aged checks that are due in every cycle. A
+// signal stops the current cycle cleanly: leases go back to the frontier,
+// acknowledged writes stay recorded, the next start resumes.
+func serve(ctx context.Context, cfg *config.Config, set *rules.Set, log *slog.Logger, out io.Writer, reportPath string) int {
+	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
+	if err != nil {
+		log.Error("cannot start the service", "err", err)
+		return exitFailed
+	}
+	defer c.Close()
+	agedEvery := agedCheckInterval(cfg)
+	for {
+		report, next, err := c.CrawlDue(ctx, time.Now())
+		if report != nil {
+			report.Summary(out)
+			if reportPath != "" {
+				if werr := report.WriteFile(reportPath); werr != nil {
+					log.Error("cannot write the report", "path", reportPath, "err", werr)
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			log.Info("stopping: the interrupted cycle resumes on the next start")
+			return exitOK
+		}
+		if err != nil {
+			// A failed cycle (Elasticsearch down, say) is retried at the next
+			// wake-up; its pending writes are kept in the state store.
+			log.Error("cycle failed", "err", err)
+		}
+		wake := min(time.Until(next), agedEvery)
+		log.Info("next cycle", "in", wake.Round(time.Second).String(), "next_discovery", next.Format(time.RFC3339))
+		select {
+		case <-ctx.Done():
+			log.Info("stopping")
+			return exitOK
+		case <-time.After(max(wake, time.Second)):
+		}
+	}
+}
+
+// agedCheckInterval is how often the service wakes for aged checks between
+// discoveries: a tenth of the shortest max_age, between a minute and an hour.
+func agedCheckInterval(cfg *config.Config) time.Duration {
+	d := time.Hour
+	for _, s := range cfg.Sources {
+		if s.MaxAge > 0 {
+			d = min(d, s.MaxAge.D()/10)
+		}
+	}
+	return max(d, time.Minute)
+}
