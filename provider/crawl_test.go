@@ -46,7 +46,9 @@ func parseConfig(t *testing.T, yaml string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "crawlspace.yaml")
-	yaml = "state_dir: " + filepath.Join(dir, "state") + "\n" + yaml
+	if !strings.Contains(yaml, "\nstate_dir:") {
+		yaml = "state_dir: " + filepath.Join(dir, "state") + "\n" + yaml
+	}
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
