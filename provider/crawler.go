@@ -308,6 +308,9 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.checkpoint(); err != nil {
 		return err
 	}
+	for _, src := range c.order {
+		c.learnCrawlDelays(ctx, src)
+	}
 	now := time.Now()
 	for _, src := range c.order {
 		if src.cfg.MaxAge > 0 {

@@ -1,0 +1,30 @@
+package provider
+
+import (
+	"testing"
+	"time"
+)
+
+// Timing holds the crawler's waits that tests shorten; a zero field keeps
+// the current value.
+type Timing struct {
+	RetryBase   time.Duration // first backoff after a temporary error
+	RobotsRetry time.Duration // first wait before an unreachable robots.txt is tried again
+	Checkpoint  time.Duration // how often a running crawl re-reads its reject lists
+}
+
+// SetTiming changes the waits until the test ends. Call it before New;
+// tests that use it must not run in parallel.
+func SetTiming(t testing.TB, tm Timing) {
+	old := Timing{retryBase, robotsRetryMin, checkpointEvery}
+	t.Cleanup(func() { retryBase, robotsRetryMin, checkpointEvery = old.RetryBase, old.RobotsRetry, old.Checkpoint })
+	if tm.RetryBase > 0 {
+		retryBase = tm.RetryBase
+	}
+	if tm.RobotsRetry > 0 {
+		robotsRetryMin = tm.RobotsRetry
+	}
+	if tm.Checkpoint > 0 {
+		checkpointEvery = tm.Checkpoint
+	}
+}

@@ -1,0 +1,324 @@
+package provider_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/provider"
+)
+
+func TestRobotsTxtDisallowedLinkIsExcludedAsRobotsAndNeverRequested(t *testing.T) {
+	site := newSite(t)
+	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /private/\n")
+	site.html("/", "home", links("/private/secret.html", "/public.html"))
+	site.html("/private/secret.html", "secret", "")
+	site.html("/public.html", "public", "")
+	cfg, out := testConfig(t, "", "", site.URL+"/")
+
+	c, report := crawlKeep(t, cfg)
+
+	r := wantState(t, c, site.URL+"/private/secret.html", frontier.Excluded, "robots")
+	if r.Indexed {
+		t.Errorf("the disallowed page is marked indexed")
+	}
+	if n := site.hit("/private/secret.html"); n != 0 {
+		t.Errorf("the disallowed page was requested %d times", n)
+	}
+	wantState(t, c, site.URL+"/public.html", frontier.Fetched, "")
+	if got := report.Total.Reasons["robots"]; got != 1 {
+		t.Errorf("report counts %d robots exclusions, want 1", got)
+	}
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/public.html"); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+}
+
+func TestRobotsTxtLongestMatchWinsAndAllowWinsATie(t *testing.T) {
+	site := newSite(t)
+	site.text("/robots.txt", "text/plain", strings.Join([]string{
+		"User-agent: *",
+		"Disallow: /tie", // the same length as the Allow below: Allow wins
+		"Allow: /tie",
+		"Allow: /docs/",
+		"Disallow: /docs/secret", // longer than /docs/: Disallow wins
+		"Disallow: /*.php$",      // anchored at the start, $ at the end
+	}, "\n"))
+	pages := []string{"/tie.html", "/docs/open.html", "/docs/secret.html", "/x/page.php", "/x/page.php5"}
+	site.html("/", "home", links(pages...))
+	for _, p := range pages {
+		site.html(p, p, "")
+	}
+	cfg, _ := testConfig(t, "", "ignored_extensions: []", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+
+	for _, tc := range []struct {
+		path    string
+		allowed bool
+	}{
+		{"/tie.html", true},
+		{"/docs/open.html", true},
+		{"/docs/secret.html", false},
+		{"/x/page.php", false},
+		{"/x/page.php5", true},
+	} {
+		if tc.allowed {
+			wantState(t, c, site.URL+tc.path, frontier.Fetched, "")
+			if n := site.hit(tc.path); n != 1 {
+				t.Errorf("%s requested %d times, want 1", tc.path, n)
+			}
+		} else {
+			wantState(t, c, site.URL+tc.path, frontier.Excluded, "robots")
+			if n := site.hit(tc.path); n != 0 {
+				t.Errorf("%s requested %d times, want 0", tc.path, n)
+			}
+		}
+	}
+}
+
+func TestRobotsTxtNotFoundAllowsEverything(t *testing.T) {
+	site := newSite(t)
+	site.status("/robots.txt", http.StatusNotFound)
+	site.html("/", "home", links("/a.html", "/b.html"))
+	site.html("/a.html", "a", "")
+	site.html("/b.html", "b", "")
+	cfg, out := testConfig(t, "", "", site.URL+"/")
+
+	crawlKeep(t, cfg)
+
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/a.html", "/b.html"); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+	if n := site.hit("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt requested %d times, want 1", n)
+	}
+}
+
+func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors(t *testing.T) {
+	provider.SetTiming(t, provider.Timing{RobotsRetry: 50 * time.Millisecond})
+	site := newSite(t)
+	site.status("/robots.txt", http.StatusInternalServerError)
+	site.html("/", "home", links("/a.html"))
+	site.html("/a.html", "a", "")
+	cfg, out := testConfig(t, "", "max_temporary_errors: 3", site.URL+"/")
+
+	c, report := crawlKeep(t, cfg)
+
+	if got := site.requested(); !slices.Equal(got, []string{"/robots.txt"}) {
+		t.Errorf("requested %v, want robots.txt only", got)
+	}
+	// Retried, but not in a loop: at most once before the crawl starts and
+	// once per attempt (an attempt within the retry wait reuses the answer).
+	if n := site.hit("/robots.txt"); n < 2 || n > 4 {
+		t.Errorf("robots.txt requested %d times, want 2 to 4", n)
+	}
+	r := wantState(t, c, site.URL+"/", frontier.Error, "robots_unavailable")
+	if r.ErrCount != 1 || r.Status != 0 {
+		t.Errorf("start URL has ErrCount %d, status %d; want 1 and 0 (it was never requested)", r.ErrCount, r.Status)
+	}
+	if ex := exampleFor(report, "robots_unavailable"); !strings.Contains(ex, "in a row: 3") {
+		t.Errorf("report example %q does not say 3 attempts in a row", ex)
+	}
+	if got := report.Total.Reasons["robots_unavailable"]; got != 1 {
+		t.Errorf("report counts %d robots_unavailable, want 1: %v", got, report.Total.Reasons)
+	}
+	if got := indexedURLs(t, out); len(got) != 0 {
+		t.Errorf("indexed %v while robots.txt was unreachable", got)
+	}
+}
+
+func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
+	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	site := newSite(t)
+	fails := 1
+	site.handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		site.mu.Lock()
+		fail := fails > 0
+		fails--
+		site.mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private\n")
+	})
+	site.html("/", "home", links("/a.html", "/private.html"))
+	site.html("/a.html", "a", "")
+	cfg, out := testConfig(t, "", "", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/a.html"); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+	wantState(t, c, site.URL+"/private.html", frontier.Excluded, "robots")
+	if n := site.hit("/robots.txt"); n != 2 {
+		t.Errorf("robots.txt requested %d times, want 2 (the failure and the retry)", n)
+	}
+}
+
+func TestRobotsTxtIsFetchedOncePerHostPerCrawl(t *testing.T) {
+	a, b := newSite(t), newSite(t)
+	for _, site := range []*testSite{a, b} {
+		site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /no\n")
+		var paths []string
+		for i := range 20 {
+			p := fmt.Sprintf("/p%d.html", i)
+			paths = append(paths, p)
+			site.html(p, p, "")
+		}
+		site.html("/", "home", links(paths...)+links("/no1", "/no2"))
+	}
+	cfg, _ := testConfig(t, "fetch: {concurrency: 8}", "politeness: {max_parallel_per_host: 4}", a.URL+"/", b.URL+"/")
+
+	crawlKeep(t, cfg)
+
+	for _, site := range []*testSite{a, b} {
+		if n := site.hit("/robots.txt"); n != 1 {
+			t.Errorf("%s: robots.txt requested %d times, want 1", site.URL, n)
+		}
+		if n := site.hit("/p19.html"); n != 1 {
+			t.Errorf("%s: /p19.html requested %d times, want 1", site.URL, n)
+		}
+	}
+}
+
+func TestRobotsTxtCrawlDelaySpacesTheRequestsToTheHost(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	site := newSite(t)
+	site.text("/robots.txt", "text/plain", "User-agent: *\nCrawl-delay: 0.1\n")
+	var paths []string
+	for i := range 6 {
+		p := fmt.Sprintf("/p%d.html", i)
+		paths = append(paths, p)
+		site.html(p, p, "")
+	}
+	site.html("/", "home", links(paths...))
+	// Two slots per host: Crawl-delay must still space every request.
+	cfg, _ := testConfig(t, "fetch: {concurrency: 4}", "politeness: {max_parallel_per_host: 2}", site.URL+"/")
+
+	crawlKeep(t, cfg)
+
+	var starts []time.Time
+	for _, p := range append([]string{"/"}, paths...) {
+		at := site.at(p)
+		if len(at) != 1 {
+			t.Fatalf("%s requested %d times, want 1", p, len(at))
+		}
+		starts = append(starts, at[0])
+	}
+	slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < delay {
+			t.Errorf("request %d came %v after the previous one; Crawl-delay is %v", i, gap, delay)
+		}
+	}
+}
+
+func TestRobotsMetaTagsAndHeadersDecideIndexingAndFollowing(t *testing.T) {
+	site := newSite(t)
+	site.html("/", "home", links("/noindex.html", "/nofollow.html", "/none.html", "/header-noindex.html",
+		"/header-other-agent.html", "/crawlspace-meta.html", "/relnofollow.html"))
+	site.handle("/noindex.html", htmlHead(`<meta name="robots" content="NoIndex">`, links("/from-noindex.html")))
+	site.handle("/nofollow.html", htmlHead(`<meta name="ROBOTS" content="index, nofollow">`, links("/from-nofollow.html")))
+	site.handle("/none.html", htmlHead(`<meta name="robots" content="none">`, links("/from-none.html")))
+	site.handle("/crawlspace-meta.html", htmlHead(`<meta name="crawlspace" content="noindex">`, ""))
+	site.handle("/header-noindex.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Robots-Tag", "crawlspace: noindex")
+		htmlPage("h", links("/from-header.html"))(w, r)
+	})
+	site.handle("/header-other-agent.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Robots-Tag", "otherbot: noindex, nofollow")
+		htmlPage("h", "")(w, r)
+	})
+	site.html("/relnofollow.html", "rel", `<a rel="nofollow" href="/from-rel.html">x</a> <a rel="external nofollow" href="/from-rel2.html">y</a>`)
+	for _, p := range []string{"/from-noindex.html", "/from-nofollow.html", "/from-none.html", "/from-header.html", "/from-rel.html", "/from-rel2.html"} {
+		site.html(p, p, "")
+	}
+	for _, tc := range []struct {
+		name    string
+		robots  string
+		indexed []string
+		follows []string // pages reached only through a directive
+	}{
+		{
+			name:    "obeyed",
+			robots:  "",
+			indexed: []string{"/", "/nofollow.html", "/header-other-agent.html", "/relnofollow.html", "/from-noindex.html", "/from-header.html"},
+			follows: []string{"/from-noindex.html", "/from-header.html"},
+		},
+		{
+			name:   "ignore_nofollow",
+			robots: "robots: {ignore_nofollow: true}",
+			indexed: []string{"/", "/nofollow.html", "/header-other-agent.html", "/relnofollow.html",
+				"/from-noindex.html", "/from-nofollow.html", "/from-none.html", "/from-header.html", "/from-rel.html", "/from-rel2.html"},
+			follows: []string{"/from-noindex.html", "/from-nofollow.html", "/from-none.html", "/from-header.html", "/from-rel.html", "/from-rel2.html"},
+		},
+		{
+			name:   "ignore_noindex",
+			robots: "robots: {ignore_noindex: true}",
+			indexed: []string{"/", "/noindex.html", "/nofollow.html", "/none.html", "/crawlspace-meta.html", "/header-noindex.html",
+				"/header-other-agent.html", "/relnofollow.html", "/from-noindex.html", "/from-header.html"},
+			follows: []string{"/from-noindex.html", "/from-header.html"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, out := testConfig(t, "", tc.robots, site.URL+"/")
+			c, report := crawlKeep(t, cfg)
+			if got, want := indexedURLs(t, out), sortedURLs(site.URL, tc.indexed...); !slices.Equal(got, want) {
+				t.Errorf("indexed\n got %v\nwant %v", got, want)
+			}
+			for _, p := range []string{"/from-noindex.html", "/from-nofollow.html", "/from-none.html", "/from-header.html", "/from-rel.html", "/from-rel2.html"} {
+				if slices.Contains(tc.follows, p) {
+					wantState(t, c, site.URL+p, frontier.Fetched, "")
+				} else {
+					unknown(t, c, site.URL+p)
+				}
+			}
+			// A noindex page is fetched (its links count) but holds no document.
+			r := wantState(t, c, site.URL+"/noindex.html", frontier.Fetched, "")
+			if r.Indexed != (tc.name == "ignore_noindex") {
+				t.Errorf("/noindex.html indexed %v", r.Indexed)
+			}
+			if tc.name == "obeyed" {
+				if got := report.Total.Reasons["noindex"]; got != 4 {
+					t.Errorf("report counts %d noindex, want 4: %v", got, report.Total.Reasons)
+				}
+			}
+		})
+	}
+}
+
+// htmlHead serves a page with extra head elements.
+func htmlHead(head, body string) http.HandlerFunc {
+	page := fmt.Sprintf("<!doctype html><html><head><title>t</title>%s</head><body>%s</body></html>", head, body)
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, page)
+	}
+}
+
+func TestRobotsObeyFalseFetchesDisallowedPagesAndWarnsInTheReport(t *testing.T) {
+	site := newSite(t)
+	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /\n")
+	site.handle("/", htmlHead(`<meta name="robots" content="noindex, nofollow">`, links("/a.html")))
+	site.html("/a.html", "a", "")
+	cfg, out := testConfig(t, "", "robots: {obey: false}", site.URL+"/")
+
+	_, report := crawlKeep(t, cfg)
+
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/a.html"); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+	if n := site.hit("/robots.txt"); n != 0 {
+		t.Errorf("robots.txt requested %d times by a source that ignores it", n)
+	}
+	if !slices.ContainsFunc(report.Warnings, func(w string) bool { return strings.Contains(w, "robots.obey: false") }) {
+		t.Errorf("report warnings %q do not mention robots.obey: false", report.Warnings)
+	}
+}
