@@ -48,6 +48,12 @@ func (s *testSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.times[uri] = append(s.times[uri], time.Now())
 	s.heads[uri] = append(s.heads[uri], r.Header.Clone())
 	h := s.routes[r.URL.Path]
+	for p := r.URL.Path; h == nil && p != ""; {
+		// A route ending in "/" serves everything below it.
+		p = p[:strings.LastIndexByte(p, '/')+1]
+		h = s.routes[p]
+		p = strings.TrimSuffix(p, "/")
+	}
 	s.mu.Unlock()
 	if h == nil {
 		http.NotFound(w, r)
@@ -56,7 +62,8 @@ func (s *testSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h(w, r)
 }
 
-// handle serves path (any query) with h.
+// handle serves path (any query) with h; a path ending in "/" serves the
+// paths below it that have no route of their own.
 func (s *testSite) handle(path string, h http.HandlerFunc) {
 	s.mu.Lock()
 	s.routes[path] = h
