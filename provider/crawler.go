@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -291,11 +292,11 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 }
 
 func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
-	cycle, err := c.front.BeginCycle()
+	cycle, resumed, err := c.beginOrResume()
 	if err != nil {
 		return err
 	}
-	c.log.Debug("cycle starts", "cycle", cycle)
+	c.log.Debug("cycle starts", "cycle", cycle, "resumed", resumed)
 	if err := c.rebuildIfNewTarget(); err != nil {
 		return err
 	}
@@ -329,14 +330,37 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 			return err
 		}
 	}
-	return c.work(ctx)
+	if err := c.work(ctx); err != nil {
+		return err
+	}
+	return c.front.PutMeta(metaCycleDone, strconv.AppendUint(nil, cycle, 10))
+}
+
+// beginOrResume starts a new cycle, unless the last one ended before
+// everything it queued was fetched (a kill, a stop): that one is resumed,
+// since a new cycle would queue the start URLs again and fetch pages the
+// interrupted one had already done.
+func (c *Crawler) beginOrResume() (cycle uint64, resumed bool, err error) {
+	if cur := c.front.Cycle(); cur > 0 {
+		done, err := c.front.GetMeta(metaCycleDone)
+		if err != nil {
+			return 0, false, err
+		}
+		if string(done) != strconv.FormatUint(cur, 10) {
+			return cur, true, nil
+		}
+	}
+	cycle, err = c.front.BeginCycle()
+	return cycle, false, err
 }
 
 // Meta keys of the state store.
 const (
-	metaTarget      = "sink_target"  // the sink target last published
-	metaFingerprint = "fingerprint/" // + source name: the config fingerprint last applied
-	metaDiscovered  = "discovered/"  // + source name: when its start URLs were last queued
+	metaTarget      = "sink_target"   // the sink target last published
+	metaBuilding    = "sink_building" // the sink target whose rebuild was started
+	metaCycleDone   = "cycle_done"    // the last cycle that fetched everything it queued
+	metaFingerprint = "fingerprint/"  // + source name: the config fingerprint last applied
+	metaDiscovered  = "discovered/"   // + source name: when its start URLs were last queued
 )
 
 // rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new
@@ -353,6 +377,15 @@ func (c *Crawler) rebuildIfNewTarget() error {
 	if string(last) == target {
 		return nil
 	}
+	building, err := c.front.GetMeta(metaBuilding)
+	if err != nil {
+		return err
+	}
+	if string(building) == target {
+		// This rebuild was started by a run that did not finish it: what
+		// it queued is still queued, and what it wrote is written.
+		return nil
+	}
 	n, err := c.front.RequeueIndexed()
 	if err != nil {
 		return err
@@ -360,7 +393,7 @@ func (c *Crawler) rebuildIfNewTarget() error {
 	if n > 0 {
 		c.log.Info("documents go to a new target: rebuilding it from the known URLs", "target", target, "previous", string(last), "urls", n)
 	}
-	return nil
+	return c.front.PutMeta(metaBuilding, []byte(target))
 }
 
 // reapplyIfChanged re-decides every known URL when a source's effective
