@@ -78,6 +78,9 @@ type Options struct {
 	Now func() time.Time
 	// Bolt overrides the tuned bbolt options; for measurements only.
 	Bolt *bolt.Options
+	// History is how many events each URL's history keeps (see History);
+	// zero records none. Histories already written stay readable.
+	History int
 }
 
 // DefaultBoltOptions are the bbolt settings Open uses. Syncs stay on (a
@@ -96,10 +99,11 @@ func DefaultBoltOptions() *bolt.Options {
 
 // Frontier is the store and scheduler. Its methods are safe for concurrent use.
 type Frontier struct {
-	db     *bolt.DB
-	policy func(string) HostPolicy
-	now    func() time.Time
-	cycle  atomic.Uint64
+	db      *bolt.DB
+	policy  func(string) HostPolicy
+	now     func() time.Time
+	cycle   atomic.Uint64
+	histLen int
 
 	// closeMu orders senders on ops against Close closing it.
 	closeMu       sync.RWMutex
@@ -146,6 +150,7 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		db:            db,
 		policy:        opt.Policy,
 		now:           opt.Now,
+		histLen:       opt.History,
 		ops:           make(chan *op, maxBatch),
 		committerDone: make(chan struct{}),
 		hosts:         make(map[string]*host),
@@ -169,7 +174,7 @@ func Open(dir string, opt Options) (*Frontier, error) {
 
 func (f *Frontier) init() error {
 	err := f.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV} {
+		for _, name := range [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -352,6 +357,9 @@ func (f *Frontier) Add(items ...Item) (int, error) {
 				if err := w.enqueue(&rec, key, &eff); err != nil {
 					return err
 				}
+				if err := f.queuedEvent(w, key, it); err != nil {
+					return err
+				}
 				added++
 				continue
 			}
@@ -379,6 +387,9 @@ func (f *Frontier) Add(items ...Item) (int, error) {
 			rec.Class, rec.Shift, rec.Depth = Start, it.Shift, it.Depth
 			rec.State, rec.Reason, rec.Cycle = Waiting, "", cur
 			if err := w.enqueue(&rec, key, &eff); err != nil {
+				return err
+			}
+			if err := f.queuedEvent(w, key, it); err != nil {
 				return err
 			}
 			added++
@@ -420,6 +431,12 @@ func (f *Frontier) Exclude(reason string, items ...Item) (int, error) {
 			rec := Record{Item: items[i], State: Excluded, Reason: reason, Cycle: w.cycle, SeenCycle: w.cycle}
 			if err := w.put(key, &rec, false); err != nil {
 				return err
+			}
+			if f.historyOn() {
+				ev := Event{Kind: EventRefused, Reason: reason, Source: items[i].Source, Depth: items[i].Depth, Via: items[i].Via}
+				if err := f.event(w, key, &ev); err != nil {
+					return err
+				}
 			}
 			added++
 		}
@@ -465,12 +482,16 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 // change. ErrNotFound is returned for an unknown URL; fn's error is
 // returned as is and nothing changes.
 func (f *Frontier) Update(url string, fn func(*Record) error) error {
+	return f.update(url, nil, fn)
+}
+
+func (f *Frontier) update(url string, ev *Event, fn func(*Record) error) error {
 	var (
 		eff effects
 		res error // a refusal: nothing was written, the batch need not roll back
 	)
 	cl := claims{f: f}
-	err := f.write(func(tx *bolt.Tx) error {
+	change := func(tx *bolt.Tx) error {
 		eff.reset()
 		res = nil
 		w := newWtx(tx)
@@ -521,6 +542,13 @@ func (f *Frontier) Update(url string, fn func(*Record) error) error {
 			rec.qseq = 0
 		}
 		return w.put(key, &rec, old.Pending != "")
+	}
+	err := f.write(func(tx *bolt.Tx) error {
+		if err := change(tx); err != nil || res != nil || ev == nil {
+			return err
+		}
+		e := *ev
+		return f.event(newWtx(tx), []byte(url), &e)
 	})
 	cl.release()
 	if err != nil {
@@ -561,6 +589,9 @@ func (f *Frontier) Delete(url string) error {
 			}
 		}
 		if err := w.p.Delete(key); err != nil {
+			return err
+		}
+		if err := dropHistory(tx, key); err != nil {
 			return err
 		}
 		return w.u.Delete(key)
@@ -605,7 +636,10 @@ func (f *Frontier) PutMeta(key string, value []byte) error {
 // is never overwritten: when append reallocates it, earlier slices keep the
 // old array alive.
 type wtx struct {
+	tx         *bolt.Tx
 	u, q, h, p *bolt.Bucket
+	e          *bolt.Bucket // history, opened by the first event
+	f          *Frontier    // set by sweeps, whose helpers record history through it
 	cycle      uint64
 	// storedPending says whether the record sweep is changing had a
 	// Pending write as stored, before the change edited it.
@@ -625,7 +659,8 @@ const queueFill = 0.95
 func newWtx(tx *bolt.Tx) *wtx {
 	tx.Bucket(bucketQueue).FillPercent = queueFill
 	return &wtx{
-		u: tx.Bucket(bucketURLs), q: tx.Bucket(bucketQueue),
+		tx: tx,
+		u:  tx.Bucket(bucketURLs), q: tx.Bucket(bucketQueue),
 		h: tx.Bucket(bucketHosts), p: tx.Bucket(bucketPending),
 		cycle: readCycle(tx),
 		arena: make([]byte, 0, 1024),

@@ -13,7 +13,7 @@ func (f *Frontier) RequeueIndexed() (int, error) {
 		if r.Pending == "index" {
 			r.Pending = ""
 		}
-		return true, requeue(w, key, r, Refresh, eff)
+		return true, requeue(w, key, r, Refresh, eff, "rebuild")
 	})
 }
 
@@ -41,11 +41,11 @@ func (f *Frontier) Reapply(decide func(Record) Verdict) (dropped, requeued int, 
 		switch {
 		case r.State == Excluded && v.Allowed:
 			requeued++
-			return true, requeue(w, key, r, r.Class, eff)
+			return true, requeue(w, key, r, r.Class, eff, "config_changed")
 		case r.State == Fetched && v.Allowed && v.Refetch:
 			r.Hash, r.ETag, r.LastModified = "", "", ""
 			requeued++
-			return true, requeue(w, key, r, Refresh, eff)
+			return true, requeue(w, key, r, Refresh, eff, "config_changed")
 		case r.State != Excluded && !v.Allowed:
 			if r.State == Waiting {
 				if !cl.take(w, r) {
@@ -61,7 +61,10 @@ func (f *Frontier) Reapply(decide func(Record) Verdict) (dropped, requeued int, 
 			}
 			r.State, r.Reason, r.qseq = Excluded, v.Reason, 0
 			dropped++
-			return true, w.put(key, r, had)
+			if err := w.put(key, r, had); err != nil {
+				return false, err
+			}
+			return true, w.sweepEvent(key, Event{Kind: EventDropped, Reason: v.Reason, Detail: "config_changed"})
 		}
 		return false, nil
 	})

@@ -165,6 +165,7 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 			n, next = 0, nil
 			eff.reset()
 			w := newWtx(tx)
+			w.f = f
 			c := w.u.Cursor()
 			k, v := c.First()
 			if after != nil {
@@ -225,11 +226,15 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 }
 
 // requeue queues a record met by sweep again as class c in the current
-// cycle. The change may have edited r.Pending already, so whether the
-// pending index holds the URL comes from the record as stored.
-func requeue(w *wtx, key []byte, r *Record, c Class, eff *effects) error {
+// cycle, why saying which sweep did, for its history. The change may have
+// edited r.Pending already, so whether the pending index holds the URL
+// comes from the record as stored.
+func requeue(w *wtx, key []byte, r *Record, c Class, eff *effects, why string) error {
 	r.Class, r.Reason, r.Cycle = c, "", w.cycle
-	return w.enqueueHad(r, key, eff, w.storedPending)
+	if err := w.enqueueHad(r, key, eff, w.storedPending); err != nil {
+		return err
+	}
+	return w.sweepEvent(key, Event{Kind: EventRequeued, Class: c, Reason: why})
 }
 
 // RequeueErrors queues again every URL of source ("" for all) in Error,
@@ -240,7 +245,7 @@ func (f *Frontier) RequeueErrors(source string) (int, error) {
 		if source != "" && r.Source != source {
 			return false, nil
 		}
-		return true, requeue(w, key, r, r.Class, eff)
+		return true, requeue(w, key, r, r.Class, eff, "clear_errors")
 	})
 }
 
@@ -256,7 +261,7 @@ func (f *Frontier) RequeueDue(source string, olderThan time.Time) (int, error) {
 		if !due {
 			return false, nil
 		}
-		return true, requeue(w, key, r, Refresh, eff)
+		return true, requeue(w, key, r, Refresh, eff, "aged_check")
 	})
 }
 
@@ -274,6 +279,9 @@ func (f *Frontier) Drop(pred func(Record) (drop bool, reason string)) (int, erro
 			return false, err
 		}
 		r.State, r.Reason, r.qseq = Excluded, reason, 0
-		return true, w.put(key, r, r.Pending != "")
+		if err := w.put(key, r, r.Pending != ""); err != nil {
+			return false, err
+		}
+		return true, w.sweepEvent(key, Event{Kind: EventDropped, Reason: reason})
 	})
 }

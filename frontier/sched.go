@@ -260,6 +260,10 @@ type Lease struct {
 	// A claim is a placeholder in Frontier.leases for a change in progress.
 	claim bool
 	refs  int
+
+	// The request made for the lease, for the history (see Fetched).
+	bytes int64
+	took  time.Duration
 }
 
 // Item is the leased URL as it was queued.
@@ -469,6 +473,12 @@ type Outcome struct {
 	// write survives a crash). It may run more than once and cannot change
 	// the state.
 	Edit func(*Record)
+	// Detail is free text for the history event of the outcome (the rule
+	// that excluded the URL, an error message).
+	Detail string
+	// History holds more events to append to the URL's history after the
+	// outcome's own (an index write handed to the sink, say).
+	History []Event
 }
 
 // Complete durably records the outcome of a lease, frees the host's slot
@@ -537,6 +547,9 @@ func (l *Lease) Complete(o Outcome) error {
 			}
 		}
 		rec.State = o.State
+		if err := l.events(w, key, &o, now); err != nil {
+			return err
+		}
 		if o.State == Waiting {
 			return w.enqueueHad(&rec, key, &eff, hadPending)
 		}
