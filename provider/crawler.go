@@ -496,18 +496,44 @@ func (c *Crawler) checkpoint() error {
 	if !changed {
 		return nil
 	}
+	type refusal struct{ source, reason, rule string }
+	seen := map[string]refusal{} // pred may run more than once per URL
+	start := time.Now()
 	n, err := c.front.Drop(func(r frontier.Record) (bool, string) {
 		src := c.sources[r.Source]
-		if src == nil {
+		if src == nil || r.Indexed || r.Pending != "" {
+			// A URL with a document is left to the worker that leases it:
+			// it re-decides the URL and deletes the document as well.
 			return false, ""
 		}
 		if d := src.rules.Decide(r.URL, r.Depth); !d.Crawl {
+			seen[r.URL] = refusal{r.Source, string(d.Reason), d.Rule}
 			return true, string(d.Reason)
 		}
 		return false, ""
 	})
 	if n > 0 {
 		c.log.Info("reject list reloaded: queued URLs dropped", "dropped", n)
+	}
+	// Count in the report the URLs Drop took out of the queue; one leased
+	// meanwhile was re-decided (and counted) by its worker, which stamps
+	// CheckedAt, while Drop leaves it as it was.
+	type key struct{ source, reason string }
+	counts, examples := map[key]int{}, map[key]string{}
+	for u, ref := range seen {
+		r, ok, gerr := c.front.Get(u)
+		if gerr != nil || !ok || r.State != frontier.Excluded || r.Reason != ref.reason || r.CheckedAt.After(start) {
+			continue
+		}
+		k := key{ref.source, ref.reason}
+		counts[k]++
+		if examples[k] == "" || u < examples[k] {
+			examples[k] = u
+		}
+	}
+	report := c.reportNow()
+	for k, cnt := range counts {
+		report.ReasonN(k.source, examples[k], k.reason, seen[examples[k]].rule, cnt)
 	}
 	return err
 }
