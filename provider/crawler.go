@@ -38,6 +38,7 @@ type Crawler struct {
 	// cycle may arrive while the next starts.
 	reportMu sync.Mutex
 	report   *Report
+	observer Observer // set by SetObserver; each new report takes it
 
 	closeOnce sync.Once
 	closeErr  error
@@ -76,7 +77,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		c.order = append(c.order, src)
 	}
 	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
-	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy})
+	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory})
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
 	}
@@ -127,8 +128,14 @@ func (c *Crawler) Frontier() *frontier.Frontier { return c.front }
 
 // sinkResult counts an acknowledgement in the current report and records it in the state store.
 func (c *Crawler) sinkResult(res sink.Result) {
-	c.reportNow().SinkResult(res)
-	c.acknowledge(res)
+	src := c.reportNow().sinkResult(res)
+	if res.Outcome == sink.Failed {
+		c.log.Warn("index write failed", "url", res.URL, "source", src, "reason", "index_failed",
+			"status", res.Status, "detail", res.Reason, "delete", res.Delete)
+	} else if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("index write acknowledged", "url", res.URL, "source", src, "outcome", string(res.Outcome), "status", res.Status)
+	}
+	c.acknowledge(res, src)
 }
 
 func (c *Crawler) reportNow() *Report {
@@ -139,8 +146,8 @@ func (c *Crawler) reportNow() *Report {
 
 // acknowledge records a sink outcome on the URL: the pending write is done,
 // or failed for good (its reason is in the report).
-func (c *Crawler) acknowledge(res sink.Result) {
-	err := c.front.Update(res.URL, func(r *frontier.Record) error {
+func (c *Crawler) acknowledge(res sink.Result, src string) {
+	err := c.front.UpdateLog(res.URL, ackEvent(res), func(r *frontier.Record) error {
 		r.Pending = ""
 		switch {
 		case res.Outcome == sink.Failed:
@@ -154,7 +161,7 @@ func (c *Crawler) acknowledge(res sink.Result) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, frontier.ErrNotFound) {
-		c.log.Error("cannot record index acknowledgement", "url", res.URL, "err", err)
+		c.log.Error("cannot record index acknowledgement", "url", res.URL, "source", src, "outcome", string(res.Outcome), "err", err)
 	}
 }
 
@@ -275,6 +282,7 @@ func (c *Crawler) nextDiscovery(src *source) (time.Time, error) {
 func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
 	report := NewReport(fmt.Sprint(c.sink))
 	c.reportMu.Lock()
+	report.obs = c.observer
 	c.report = report
 	c.reportMu.Unlock()
 	c.warnings(report)

@@ -53,7 +53,6 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		return
 	}
 	name := src.cfg.Name
-	log := c.log.With("url", it.URL, "source", name)
 
 	// The crawl space may have changed since the URL was queued.
 	d := src.rules.Decide(it.URL, it.Depth)
@@ -111,7 +110,7 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		c.failed(lease, rec, src, res.err)
 		return
 	}
-	c.report.fetched(name)
+	c.fetchedPage(lease, name, res, time.Since(fetched))
 	switch st := res.status; {
 	case st == http.StatusNotModified:
 		if !conditional {
@@ -119,8 +118,8 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 			c.httpError(lease, rec, src, st, res.header, "http_304_unconditional")
 			return
 		}
-		c.report.add(name, func(k *Counts) { k.Unchanged++ })
-		log.Debug("unchanged", "status", st)
+		c.report.unchanged(name)
+		c.log.Debug("unchanged", "url", it.URL, "source", name, "status", st)
 		c.complete(lease, frontier.Outcome{State: frontier.Fetched, Status: st, ETag: rec.ETag, LastModified: rec.LastModified, Hash: rec.Hash}, nil)
 		return
 	case st >= 300 && st < 400:
@@ -180,7 +179,7 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 		w = c.unindex(rec, &outcome)
 	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
 		// Same content as the indexed document: no write.
-		c.report.add(src.cfg.Name, func(k *Counts) { k.Unchanged++ })
+		c.report.unchanged(src.cfg.Name)
 	default:
 		doc := out.Doc
 		id := docfields.ID(doc.URL)
@@ -238,7 +237,7 @@ func (c *Crawler) queueLinks(src *source, from frontier.Item, links []mapping.Li
 			refused.add(to, nu, from.Depth+1, d)
 			continue
 		}
-		items = append(items, frontier.Item{URL: nu, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority})
+		items = append(items, frontier.Item{URL: nu, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
 	}
 	if _, err := c.front.Add(items...); err != nil {
 		c.log.Error("cannot queue links", "url", from.URL, "source", src.cfg.Name, "err", err)
@@ -271,7 +270,7 @@ func (c *Crawler) recordRefusals(r *refusals) {
 	for reason, items := range r.byReason {
 		n, err := c.front.Exclude(string(reason), items...)
 		if err != nil {
-			c.log.Error("cannot record refused URLs", "reason", string(reason), "err", err)
+			c.log.Error("cannot record refused URLs", "url", items[0].URL, "source", items[0].Source, "reason", string(reason), "count", len(items), "err", err)
 			continue
 		}
 		if n == 0 {
@@ -339,7 +338,7 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target}
 	to, d := c.rules.Route(target, it.Depth, src.rules)
 	if d.Crawl {
-		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1}
+		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1, Via: it.URL}
 		if _, err := c.front.Add(next); err != nil {
 			c.log.Error("cannot queue redirect target", "url", target, "source", src.cfg.Name, "err", err)
 		}
@@ -390,7 +389,7 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, err.Error(), true)
 	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", err)
-	outcome := frontier.Outcome{State: frontier.Error, Reason: reason}
+	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: err.Error()}
 	var w *write
 	if rec.ErrCount > 0 {
 		w = c.unindex(rec, &outcome)
@@ -421,7 +420,7 @@ func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *sou
 func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *source, reason, detail string) {
 	c.report.Reason(src.cfg.Name, rec.URL, reason, detail, false)
 	c.log.Debug("excluded", "url", rec.URL, "source", src.cfg.Name, "reason", reason, "detail", detail)
-	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason}
+	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
 	w := c.unindex(rec, &outcome)
 	c.complete(lease, outcome, w)
 }
@@ -430,8 +429,12 @@ func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *sourc
 // store write is logged and the lease released, so the URL is tried again
 // rather than lost, and the sink write is not made.
 func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) {
+	if w != nil {
+		o.History = append(o.History, sentEvent(w))
+	}
 	if err := lease.Complete(o); err != nil {
-		c.log.Error("cannot record outcome", "url", lease.Item().URL, "source", lease.Item().Source, "err", err)
+		c.log.Error("cannot record outcome", "url", lease.Item().URL, "source", lease.Item().Source,
+			"state", o.State.String(), "reason", o.Reason, "status", o.Status, "err", err)
 		lease.Release()
 		return
 	}

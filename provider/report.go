@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -53,6 +55,8 @@ type Report struct {
 	mu       sync.Mutex
 	perCode  map[string]int // examples kept per reason
 	urlToSrc sync.Map       // document URL -> source name, for sink results
+	// obs sees every count as it is made; set before the report is used.
+	obs Observer
 }
 
 const examplesPerReason = 5
@@ -81,6 +85,9 @@ func (r *Report) add(src string, f func(*Counts)) {
 
 // Reason records a URL skipped or failed for reason (a code from the documented set).
 func (r *Report) Reason(src, url, reason, detail string, isError bool) {
+	if r.obs != nil {
+		r.obs.Reason(src, reason, 1, isError)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range []*Counts{r.source(src), &r.Total} {
@@ -97,6 +104,9 @@ func (r *Report) Reason(src, url, reason, detail string, isError bool) {
 
 // ReasonN records n URLs refused for one reason, with one of them as the example.
 func (r *Report) ReasonN(src, url, reason, detail string, n int) {
+	if r.obs != nil {
+		r.obs.Reason(src, reason, n, false)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range []*Counts{r.source(src), &r.Total} {
@@ -115,31 +125,88 @@ func (r *Report) Warn(msg string) {
 	r.mu.Unlock()
 }
 
-func (r *Report) fetched(src string) { r.add(src, func(c *Counts) { c.Fetched++ }) }
+func (r *Report) fetched(src string, status, bytes int, took time.Duration) {
+	r.add(src, func(c *Counts) { c.Fetched++ })
+	if r.obs != nil {
+		r.obs.Fetched(src, status, bytes, took)
+	}
+}
+
+// unchanged counts a document that needed no write.
+func (r *Report) unchanged(src string) {
+	r.add(src, func(c *Counts) { c.Unchanged++ })
+	if r.obs != nil {
+		r.obs.Document(src, DocUnchanged)
+	}
+}
+
+// sourceOf is the source a document URL on its way to the sink belongs to.
+func (r *Report) sourceOf(url string) string {
+	if v, ok := r.urlToSrc.Load(url); ok {
+		return v.(string)
+	}
+	return ""
+}
 
 // expect notes which source a document URL belongs to, so the sink's
 // acknowledgement is counted against it.
 func (r *Report) expect(url, src string) { r.urlToSrc.Store(url, src) }
 
 // SinkResult counts a sink acknowledgement; pass it to the sink constructor.
-func (r *Report) SinkResult(res sink.Result) {
+func (r *Report) SinkResult(res sink.Result) { r.sinkResult(res) }
+
+// sinkResult counts an acknowledgement and returns the source it counted it against.
+func (r *Report) sinkResult(res sink.Result) string {
 	src := ""
 	if v, ok := r.urlToSrc.LoadAndDelete(res.URL); ok {
 		src = v.(string)
 	}
+	doc := ""
 	switch res.Outcome {
 	case sink.Created:
 		r.add(src, func(c *Counts) { c.Created++ })
+		doc = DocCreated
 	case sink.Updated:
 		r.add(src, func(c *Counts) { c.Updated++ })
+		doc = DocUpdated
 	case sink.Deleted, sink.NotFound:
 		r.add(src, func(c *Counts) { c.Deleted++ })
+		doc = DocDeleted
 	case sink.Written:
 		r.add(src, func(c *Counts) { c.Written++ })
+		doc = DocWritten
 	case sink.Failed:
 		r.add(src, func(c *Counts) { c.IndexFailures++ })
+		doc = DocFailed
+	}
+	if doc != "" && r.obs != nil {
+		r.obs.Document(src, doc)
+	}
+	if res.Outcome == sink.Failed {
 		r.Reason(src, res.URL, "index_failed", res.Reason, true)
 	}
+	return src
+}
+
+// Clone copies the report as it stands, for a status page or a progress
+// line while the cycle runs.
+func (r *Report) Clone() *Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := &Report{Started: r.Started, Finished: r.Finished, Seconds: r.Seconds, Sink: r.Sink,
+		Total: r.Total.clone(), Sources: make(map[string]*Counts, len(r.Sources)),
+		Examples: slices.Clone(r.Examples), Warnings: slices.Clone(r.Warnings)}
+	for n, c := range r.Sources {
+		cc := c.clone()
+		out.Sources[n] = &cc
+	}
+	return out
+}
+
+func (c *Counts) clone() Counts {
+	out := *c
+	out.Reasons = maps.Clone(c.Reasons)
+	return out
 }
 
 // Finish stamps the end time.

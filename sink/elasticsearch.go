@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -43,6 +44,48 @@ type Elasticsearch struct {
 	settled  *sync.Cond
 	retryCtx context.Context
 	stop     context.CancelFunc
+
+	obs atomic.Pointer[Observer]
+}
+
+// Observer sees the sink's traffic, for metrics. Its methods are called
+// from the bulk workers and must be cheap and safe for concurrent use.
+type Observer interface {
+	// Bulk reports one _bulk request: its HTTP status, or the error that
+	// kept it from getting one, and how long it took.
+	Bulk(took time.Duration, status int, err error)
+	// Retry reports a write about to be sent again after a backoff.
+	Retry(url string)
+}
+
+// Observe sets the observer; nil removes it.
+func (s *Elasticsearch) Observe(o Observer) {
+	if o == nil {
+		s.obs.Store(nil)
+		return
+	}
+	s.obs.Store(&o)
+}
+
+// observed times the _bulk requests of a sink for its observer.
+type observed struct {
+	next http.RoundTripper
+	obs  *atomic.Pointer[Observer]
+}
+
+func (t observed) RoundTrip(req *http.Request) (*http.Response, error) {
+	o := t.obs.Load()
+	if o == nil || !strings.HasSuffix(req.URL.Path, "/_bulk") {
+		return t.next.RoundTrip(req)
+	}
+	start := time.Now()
+	res, err := t.next.RoundTrip(req)
+	status := 0
+	if res != nil {
+		status = res.StatusCode
+	}
+	(*o).Bulk(time.Since(start), status, err)
+	return res, err
 }
 
 // Backoff bounds for retried writes.
@@ -54,6 +97,10 @@ const (
 // NewClient builds a client from the configuration with TLS verified unless
 // the configuration says otherwise.
 func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
+	return newClient(cfg, nil)
+}
+
+func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.RoundTripper) (*elasticsearch.Client, error) {
 	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, warned about by the caller
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
@@ -69,12 +116,16 @@ func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
 	tr.MaxIdleConnsPerHost = 16
+	var rt http.RoundTripper = tr
+	if wrap != nil {
+		rt = wrap(tr)
+	}
 	return elasticsearch.NewClient(elasticsearch.Config{
 		Addresses: cfg.Addresses,
 		Username:  cfg.Username,
 		Password:  cfg.Password,
 		APIKey:    cfg.APIKey,
-		Transport: tr,
+		Transport: rt,
 		// The sink retries itself, per item, with its own backoff; the
 		// client's retries would resend whole bulk bodies blindly.
 		DisableRetry: true,
@@ -85,19 +136,19 @@ func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
 // (creating it if needed) and starts the bulk indexer. extra declares the
 // extra_* fields and their types.
 func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string, onResult func(Result)) (*Elasticsearch, error) {
-	client, err := NewClient(cfg)
-	if err != nil {
-		return nil, err
-	}
 	if onResult == nil {
 		onResult = func(Result) {}
 	}
 	s := &Elasticsearch{
-		client:   client,
 		alias:    cfg.Index,
 		physical: docfields.PhysicalIndex(cfg.Index, extra),
 		onResult: onResult,
 	}
+	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs} })
+	if err != nil {
+		return nil, err
+	}
+	s.client = client
 	s.settled = sync.NewCond(&s.mu)
 	if err := s.ensureIndex(ctx, cfg, extra); err != nil {
 		return nil, err
@@ -250,6 +301,9 @@ func (s *Elasticsearch) submit(ctx context.Context, action, id, url string, body
 func (s *Elasticsearch) retry(action, id, url string, body []byte, attempt int) {
 	delay := retryMin << min(attempt, 8)
 	delay = min(delay, retryMax)
+	if o := s.obs.Load(); o != nil {
+		(*o).Retry(url)
+	}
 	go func() {
 		t := time.NewTimer(delay)
 		defer t.Stop()

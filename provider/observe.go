@@ -1,0 +1,112 @@
+package provider
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/sink"
+)
+
+// Observer sees every count as the Report records it, so metrics and the
+// report cannot disagree, and the sink's requests and retries. Its methods
+// are called from the crawl's workers and the sink's callbacks: they must
+// be cheap and safe for concurrent use. A crawl without an observer pays a
+// nil check per count.
+type Observer interface {
+	// Fetched: a response with status arrived for a URL of source, with a
+	// body of bytes (0 when it was not downloaded), after took.
+	Fetched(source string, status int, bytes int, took time.Duration)
+	// Document: a document outcome, one of the Doc* constants.
+	Document(source, outcome string)
+	// Reason: n URLs of source skipped, excluded or failed for reason;
+	// isError when they count as errors.
+	Reason(source, reason string, n int, isError bool)
+	// IndexRetry: a write of a document of source is sent again after a backoff.
+	IndexRetry(source string)
+	// Bulk: one request to the Elasticsearch _bulk API answered with
+	// status, or failed with err, after took.
+	Bulk(took time.Duration, status int, err error)
+}
+
+// Document outcomes as the report counts them.
+const (
+	DocCreated   = "created"
+	DocUpdated   = "updated"
+	DocUnchanged = "unchanged"
+	DocDeleted   = "deleted"
+	DocWritten   = "written"
+	DocFailed    = "failed"
+)
+
+// SetObserver makes o see every count from now on; call it before Crawl.
+func (c *Crawler) SetObserver(o Observer) {
+	c.reportMu.Lock()
+	c.observer = o
+	c.report.obs = o
+	c.reportMu.Unlock()
+	if s, ok := c.sink.(interface{ Observe(sink.Observer) }); ok {
+		if o == nil {
+			s.Observe(nil)
+		} else {
+			s.Observe(sinkObserver{c})
+		}
+	}
+}
+
+// sinkObserver passes the sink's traffic on, with each retried write's source.
+type sinkObserver struct{ c *Crawler }
+
+func (s sinkObserver) Bulk(took time.Duration, status int, err error) {
+	if o := s.c.observer; o != nil {
+		o.Bulk(took, status, err)
+	}
+}
+
+func (s sinkObserver) Retry(url string) {
+	if o := s.c.observer; o != nil {
+		o.IndexRetry(s.c.reportNow().sourceOf(url))
+	}
+}
+
+// Current is the report of the cycle running, or of the last one.
+func (c *Crawler) Current() *Report { return c.reportNow() }
+
+// NextDiscovery is when the named source's start URLs, sitemaps and feeds
+// are next due (zero when they never were visited: at once).
+func (c *Crawler) NextDiscovery(source string) (time.Time, error) {
+	src := c.sources[source]
+	if src == nil {
+		return time.Time{}, nil
+	}
+	return c.nextDiscovery(src)
+}
+
+// fetchedPage counts a response in the report and notes the request on the
+// lease for the URL's history.
+func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetchResult, took time.Duration) {
+	c.report.fetched(source, res.status, len(res.body), took)
+	lease.Fetched(int64(len(res.body)), took)
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("fetched", "url", res.url, "source", source, "status", res.status,
+			"bytes", len(res.body), "took", took.Round(time.Microsecond))
+	}
+}
+
+// sentEvent is the history event of a write handed to the sink.
+func sentEvent(w *write) frontier.Event {
+	ev := frontier.Event{Kind: frontier.EventWriteSent, Reason: pendingIndex}
+	if w.del {
+		ev.Reason = pendingDelete
+	}
+	return ev
+}
+
+// ackEvent is the history event of a sink acknowledgement.
+func ackEvent(res sink.Result) frontier.Event {
+	if res.Outcome == sink.Failed {
+		return frontier.Event{Kind: frontier.EventWriteFailed, Reason: "index_failed", Status: res.Status, Detail: res.Reason}
+	}
+	return frontier.Event{Kind: frontier.EventWriteDone, Reason: string(res.Outcome), Status: res.Status}
+}
