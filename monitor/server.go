@@ -1,0 +1,262 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/provider"
+)
+
+// Crawler is what the status page reads from the running crawler.
+type Crawler interface {
+	// Current is the running cycle's report, or the last one's.
+	Current() *provider.Report
+	// NextDiscovery is when a source's start URLs are next due.
+	NextDiscovery(source string) (time.Time, error)
+}
+
+// Server serves /metrics, the status page (/) and its data (/status.json).
+type Server struct {
+	cfg     *config.Config
+	crawler Crawler
+	metrics *Metrics
+	states  *States
+	version string
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	last      *provider.Report
+	lastErr   string
+	cycles    int
+	nextCycle time.Time
+
+	srv *http.Server
+	ln  net.Listener
+}
+
+// NewServer prepares the server; Start listens.
+func NewServer(cfg *config.Config, c Crawler, m *Metrics, states *States, version string, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{cfg: cfg, crawler: c, metrics: m, states: states, version: version, log: log}
+}
+
+// Handler routes the server's pages.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{ErrorLog: slogPrinter{s.log}}))
+	mux.HandleFunc("GET /status.json", s.serveJSON)
+	mux.HandleFunc("GET /{$}", s.servePage)
+	return mux
+}
+
+// Start listens on addr (port 0 picks a free one) and serves in the
+// background; it returns the address listened on.
+func (s *Server) Start(addr string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.ln = ln
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics and status server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	return ln.Addr(), nil
+}
+
+// Shutdown stops serving, letting requests in progress finish until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.srv == nil {
+		return nil
+	}
+	return s.srv.Shutdown(ctx)
+}
+
+// CycleDone records a finished cycle for the page and the metrics: its
+// report, its error, and when the service wakes next.
+func (s *Server) CycleDone(r *provider.Report, err error, nextCycle time.Time) {
+	next := map[string]time.Time{}
+	for i := range s.cfg.Sources {
+		name := s.cfg.Sources[i].Name
+		if t, derr := s.crawler.NextDiscovery(name); derr == nil {
+			next[name] = t
+		}
+	}
+	s.metrics.CycleDone(r, err != nil, next)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r != nil {
+		s.last = r.Clone()
+		s.cycles++
+	}
+	s.lastErr = ""
+	if err != nil {
+		s.lastErr = err.Error()
+	}
+	s.nextCycle = nextCycle
+}
+
+// slogPrinter lets promhttp log through slog.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) { p.log.Error("metrics", "err", v) }
+
+// View is what the status page shows; /status.json serves it as is.
+type View struct {
+	Version   string       `json:"version"`
+	Now       time.Time    `json:"now"`
+	Running   bool         `json:"cycle_running"`
+	Cycles    int          `json:"cycles_finished"`
+	NextCycle time.Time    `json:"next_cycle,omitzero"`
+	LastError string       `json:"last_error,omitempty"`
+	Sources   []SourceView `json:"sources"`
+	// Current is the running cycle's report, or the last one's.
+	Current *provider.Report `json:"current"`
+	// Last is the last finished cycle's report.
+	Last *provider.Report `json:"last_cycle,omitempty"`
+	// Reasons are the last finished cycle's reasons (the running one's
+	// before any finished), with their example URLs.
+	Reasons []ReasonView `json:"reasons"`
+	// Counted is when the state store was last counted.
+	Counted time.Time `json:"counted,omitzero"`
+}
+
+// SourceView is one source on the status page.
+type SourceView struct {
+	Name string `json:"name"`
+	// Cycle holds the running cycle's counts.
+	Cycle   provider.Counts `json:"cycle"`
+	Elapsed float64         `json:"elapsed_seconds"`
+	// Store holds the source's URLs in the state store by state, and the
+	// Error and Excluded ones by reason.
+	Store         map[string]int            `json:"store"`
+	StoreReasons  map[string]map[string]int `json:"store_reasons,omitempty"`
+	Queued        int                       `json:"queued"`
+	NextDiscovery time.Time                 `json:"next_discovery,omitzero"`
+	DiscoveryDue  bool                      `json:"discovery_due"`
+	AgedCheckDue  int                       `json:"aged_check_due"`
+	MaxAge        string                    `json:"max_age,omitempty"`
+	Interval      string                    `json:"discovery_interval"`
+}
+
+// ReasonView is one reason of a report, with its examples.
+type ReasonView struct {
+	Reason   string             `json:"reason"`
+	Count    int                `json:"count"`
+	Examples []provider.Example `json:"examples"`
+}
+
+// View gathers the page's data now.
+func (s *Server) View() View {
+	now := time.Now()
+	v := View{Version: s.version, Now: now.UTC()}
+	s.mu.Lock()
+	v.Cycles, v.NextCycle, v.LastError = s.cycles, s.nextCycle, s.lastErr
+	if s.last != nil {
+		v.Last = s.last
+	}
+	s.mu.Unlock()
+	if cur := s.crawler.Current(); cur != nil {
+		v.Current = cur.Clone()
+		v.Running = v.Current.Finished.IsZero() && !v.Current.Started.IsZero()
+	}
+	var snap *Snapshot
+	if s.states != nil {
+		snap = s.states.Get()
+	}
+	if snap != nil {
+		v.Counted = snap.At
+	}
+	for i := range s.cfg.Sources {
+		sc := &s.cfg.Sources[i]
+		sv := SourceView{Name: sc.Name, Store: map[string]int{}, Interval: sc.DiscoveryInterval.D().String()}
+		if sc.MaxAge > 0 {
+			sv.MaxAge = sc.MaxAge.D().String()
+		}
+		if v.Current != nil {
+			if c := v.Current.Sources[sc.Name]; c != nil {
+				sv.Cycle = *c
+			}
+			end := now
+			if !v.Current.Finished.IsZero() {
+				end = v.Current.Finished
+			}
+			sv.Elapsed = end.Sub(v.Current.Started).Seconds()
+		}
+		if snap != nil {
+			if st := snap.Sources[sc.Name]; st != nil {
+				for i, n := range st.States {
+					if n > 0 && frontier.State(i) != frontier.InFlight {
+						sv.Store[frontier.State(i).String()] = n
+					}
+				}
+				if len(st.Reasons) > 0 {
+					sv.StoreReasons = map[string]map[string]int{}
+					for state, m := range st.Reasons {
+						sv.StoreReasons[state.String()] = m
+					}
+				}
+				sv.Queued = st.Waiting()
+				sv.AgedCheckDue = st.AgedCheckDue
+			}
+		}
+		if t, err := s.crawler.NextDiscovery(sc.Name); err == nil {
+			sv.NextDiscovery = t
+			sv.DiscoveryDue = !t.After(now)
+		}
+		v.Sources = append(v.Sources, sv)
+	}
+	src := v.Last
+	if src == nil {
+		src = v.Current
+	}
+	if src != nil {
+		v.Reasons = reasons(src)
+	}
+	return v
+}
+
+// reasons lists a report's reasons, most frequent first, with examples.
+func reasons(r *provider.Report) []ReasonView {
+	out := make([]ReasonView, 0, len(r.Total.Reasons))
+	for reason, n := range r.Total.Reasons {
+		rv := ReasonView{Reason: reason, Count: n}
+		for _, e := range r.Examples {
+			if e.Reason == reason {
+				rv.Examples = append(rv.Examples, e)
+			}
+		}
+		out = append(out, rv)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out
+}
+
+func (s *Server) serveJSON(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s.View()); err != nil {
+		s.log.Debug("status.json not sent", "err", err)
+	}
+}

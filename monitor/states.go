@@ -1,0 +1,154 @@
+package monitor
+
+import (
+	"sync"
+	"time"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
+)
+
+// States counts the state store's URLs by source, state and reason, and
+// those due for an aged check. A count walks every record, so it runs in
+// the background, at most once every MinInterval and never more often than
+// every 20 times its own duration: however large the store, counting costs
+// at most a twentieth of a core.
+type States struct {
+	front *frontier.Frontier
+	// maxAge is each source's max_age (0: no aged checks).
+	maxAge map[string]time.Duration
+	// MinInterval is the shortest time between two counts.
+	MinInterval time.Duration
+	now         func() time.Time
+
+	mu      sync.Mutex
+	snap    *Snapshot
+	running bool
+	err     error
+}
+
+// Snapshot is one count of the state store.
+type Snapshot struct {
+	At      time.Time
+	Took    time.Duration
+	Sources map[string]*SourceState
+}
+
+// SourceState is one source's URLs in the state store.
+type SourceState struct {
+	frontier.SourceCounts
+	// AgedCheckDue counts Fetched or Error URLs last checked longer than
+	// max_age ago, and Fetched ones whose sitemap lastmod is newer than
+	// their fetch: the URLs the next cycle revisits.
+	AgedCheckDue int
+}
+
+// Waiting is the number of URLs queued (leased ones included).
+func (s *SourceState) Waiting() int {
+	if s == nil {
+		return 0
+	}
+	return s.States[frontier.Waiting] + s.States[frontier.InFlight]
+}
+
+// NewStates counts front's URLs for the sources of cfg.
+func NewStates(front *frontier.Frontier, cfg *config.Config) *States {
+	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: 5 * time.Second, now: time.Now}
+	for i := range cfg.Sources {
+		s.maxAge[cfg.Sources[i].Name] = cfg.Sources[i].MaxAge.D()
+	}
+	return s
+}
+
+// Get returns the last count, nil before the first, and starts a new
+// count in the background when it is stale.
+func (s *States) Get() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running && s.stale() {
+		s.running = true
+		go func() {
+			snap, err := s.count()
+			s.mu.Lock()
+			if err == nil {
+				s.snap = snap
+			}
+			s.err, s.running = err, false
+			s.mu.Unlock()
+		}()
+	}
+	return s.snap
+}
+
+// Refresh counts now, waiting for the count, and returns it.
+func (s *States) Refresh() (*Snapshot, error) {
+	snap, err := s.count()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.err = err
+		return s.snap, err
+	}
+	if s.snap == nil || snap.At.After(s.snap.At) {
+		s.snap = snap
+	}
+	return snap, nil
+}
+
+// Err is the last count's error.
+func (s *States) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *States) stale() bool {
+	if s.snap == nil {
+		return true
+	}
+	wait := max(s.MinInterval, 20*s.snap.Took)
+	return s.now().Sub(s.snap.At) >= wait
+}
+
+func (s *States) count() (*Snapshot, error) {
+	start := s.now()
+	cuts := make(map[string]time.Time, len(s.maxAge))
+	for name, age := range s.maxAge {
+		if age > 0 {
+			cuts[name] = start.Add(-age)
+		}
+	}
+	snap := &Snapshot{Sources: map[string]*SourceState{}}
+	err := s.front.ForEach("", func(r frontier.Record) error {
+		st := snap.Sources[r.Source]
+		if st == nil {
+			st = &SourceState{SourceCounts: frontier.SourceCounts{Reasons: map[frontier.State]map[string]int{}}}
+			snap.Sources[r.Source] = st
+		}
+		st.States[r.State]++
+		if r.State == frontier.Error || r.State == frontier.Excluded {
+			m := st.Reasons[r.State]
+			if m == nil {
+				m = map[string]int{}
+				st.Reasons[r.State] = m
+			}
+			m[r.Reason]++
+		}
+		if cut, ok := cuts[r.Source]; ok && agedCheckDue(&r, cut) {
+			st.AgedCheckDue++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	snap.At = s.now()
+	snap.Took = snap.At.Sub(start)
+	return snap, nil
+}
+
+// agedCheckDue is frontier.RequeueDue's test: what the next cycle revisits.
+func agedCheckDue(r *frontier.Record, cut time.Time) bool {
+	return (r.State == frontier.Fetched || r.State == frontier.Error) && r.CheckedAt.Before(cut) ||
+		r.State == frontier.Fetched && r.Lastmod.After(r.FetchedAt)
+}
