@@ -398,3 +398,29 @@ func TestNotModifiedToAnUnconditionalRequestIsAPermanentError(t *testing.T) {
 		t.Errorf("indexed %v", got)
 	}
 }
+
+func TestTemporaryErrorsDeleteTheDocumentAfterMaxTemporaryErrors(t *testing.T) {
+	site := newSite(t)
+	var page switchable
+	site.html("/", "home", links("/page.html"))
+	site.handle("/page.html", page.handler("page"))
+	cfg, out := testConfig(t, "", "max_age: 1ns\nmax_temporary_errors: 3", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+	page.set(http.StatusServiceUnavailable, http.Header{"Retry-After": {"0"}})
+	report := again(t, c)
+
+	r := wantState(t, c, site.URL+"/page.html", frontier.Error, "http_503")
+	if r.Indexed {
+		t.Error("the document outlived max_temporary_errors")
+	}
+	if n := site.hit("/page.html"); n != 4 {
+		t.Errorf("page requested %d times, want 4 (one success, three temporary errors)", n)
+	}
+	if got := deletedIDs(t, out); !slices.Equal(got, []string{docfields.ID(site.URL + "/page.html")}) {
+		t.Errorf("delete actions %v", got)
+	}
+	if report.Total.Deleted != 1 || report.Total.Errors != 1 {
+		t.Errorf("second cycle: %d deleted, %d errors; want 1 and 1", report.Total.Deleted, report.Total.Errors)
+	}
+}

@@ -107,6 +107,11 @@ func classify(err error) (reason string, temporary bool) {
 		return "connection_refused", true
 	case errors.Is(err, syscall.ECONNRESET):
 		return "connection_reset", true
+	case strings.Contains(err.Error(), "failed to parse Location header"):
+		// net/http's client rejects a 3xx whose Location does not parse
+		// before redirect handling sees it, with only this message to
+		// tell; Exalead: a redirect to a malformed URL, permanent.
+		return "redirect_malformed", false
 	}
 	return "connection_error", false
 }

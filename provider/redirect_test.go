@@ -217,3 +217,25 @@ func TestCanonicalLinkToAnotherPageOfTheSiteLeavesOneDocument(t *testing.T) {
 		t.Errorf("report reasons %v", report.Total.Reasons)
 	}
 }
+
+func TestRedirectToAMalformedURLIsAPermanentError(t *testing.T) {
+	site := newSite(t)
+	site.html("/", "home", links("/bad-location", "/no-location"))
+	site.handle("/bad-location", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://[::1/broken")
+		w.WriteHeader(http.StatusMovedPermanently)
+	})
+	site.status("/no-location", http.StatusFound)
+	cfg, _ := testConfig(t, "", "", site.URL+"/")
+
+	c, report := crawlKeep(t, cfg)
+
+	for _, p := range []string{"/bad-location", "/no-location"} {
+		if r := wantState(t, c, site.URL+p, frontier.Error, "redirect_malformed"); r.Target != "" {
+			t.Errorf("%s: target %q", p, r.Target)
+		}
+	}
+	if report.Total.Reasons["redirect_malformed"] != 2 || report.Total.Errors != 2 {
+		t.Errorf("report: %d errors, reasons %v", report.Total.Errors, report.Total.Reasons)
+	}
+}

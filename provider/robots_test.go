@@ -322,3 +322,49 @@ func TestRobotsObeyFalseFetchesDisallowedPagesAndWarnsInTheReport(t *testing.T) 
 		t.Errorf("report warnings %q do not mention robots.obey: false", report.Warnings)
 	}
 }
+
+func TestRobotsTxtBadLinesCostOnlyThemselvesAndOurGroupBeatsTheStarGroup(t *testing.T) {
+	site := newSite(t)
+	site.text("/robots.txt", "text/plain", strings.Join([]string{
+		"Disallow: /before-any-group", // no User-agent yet: skipped
+		"User-agent: *",
+		"Disallow: /everyone",
+		"",
+		"User-agent: CrawlSpace",
+		"Crawl-delay: soon", // bad value: skipped, the group stays
+		"this line has no colon",
+		"Disallow: /only-us",
+	}, "\n"))
+	pages := []string{"/before-any-group.html", "/everyone.html", "/only-us.html", "/open.html"}
+	site.html("/", "home", links(pages...))
+	for _, p := range pages {
+		site.html(p, p, "")
+	}
+	cfg, _ := testConfig(t, "", "", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+
+	wantState(t, c, site.URL+"/only-us.html", frontier.Excluded, "robots")
+	// The crawlspace group applies instead of *, not in addition to it.
+	for _, p := range []string{"/before-any-group.html", "/everyone.html", "/open.html"} {
+		wantState(t, c, site.URL+p, frontier.Fetched, "")
+	}
+}
+
+func TestRobotsTxtRedirectIsFollowedToTheRules(t *testing.T) {
+	site := newSite(t)
+	site.redirect("/robots.txt", "/moved/robots.txt")
+	site.text("/moved/robots.txt", "text/plain", "User-agent: *\nDisallow: /private\n")
+	site.html("/", "home", links("/private.html", "/public.html"))
+	site.html("/private.html", "private", "")
+	site.html("/public.html", "public", "")
+	cfg, _ := testConfig(t, "", "", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+
+	wantState(t, c, site.URL+"/private.html", frontier.Excluded, "robots")
+	wantState(t, c, site.URL+"/public.html", frontier.Fetched, "")
+	if n := site.hit("/moved/robots.txt"); n != 1 {
+		t.Errorf("the redirected robots.txt was requested %d times, want 1", n)
+	}
+}
