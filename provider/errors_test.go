@@ -424,3 +424,25 @@ func TestTemporaryErrorsDeleteTheDocumentAfterMaxTemporaryErrors(t *testing.T) {
 		t.Errorf("second cycle: %d deleted, %d errors; want 1 and 1", report.Total.Deleted, report.Total.Errors)
 	}
 }
+
+func TestResponseHeaderTimeoutEndsAPageWhoseHeadersNeverCome(t *testing.T) {
+	site := newSite(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	site.html("/", "home", links("/silent.html", "/fast.html"))
+	site.handle("/silent.html", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	site.html("/fast.html", "fast", "")
+	cfg, out := testConfig(t, "fetch: {response_header_timeout: 200ms, timeout: 1h}", "max_temporary_errors: 1", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+
+	wantState(t, c, site.URL+"/silent.html", frontier.Error, "timeout")
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/fast.html"); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider"
 )
@@ -366,5 +368,34 @@ func TestRobotsTxtRedirectIsFollowedToTheRules(t *testing.T) {
 	wantState(t, c, site.URL+"/public.html", frontier.Fetched, "")
 	if n := site.hit("/moved/robots.txt"); n != 1 {
 		t.Errorf("the redirected robots.txt was requested %d times, want 1", n)
+	}
+}
+
+func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
+	site := newSite(t)
+	var noindex atomic.Bool
+	site.html("/", "home", links("/page.html"))
+	site.handle("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		head := ""
+		if noindex.Load() {
+			head = `<meta name="robots" content="noindex">`
+		}
+		htmlHead(head, "page")(w, r)
+	})
+	cfg, out := testConfig(t, "", "max_age: 1ns", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+	noindex.Store(true)
+	report := again(t, c)
+
+	r := wantState(t, c, site.URL+"/page.html", frontier.Fetched, "")
+	if r.Indexed {
+		t.Error("the page is still marked indexed")
+	}
+	if got := deletedIDs(t, out); !slices.Equal(got, []string{docfields.ID(site.URL + "/page.html")}) {
+		t.Errorf("delete actions %v", got)
+	}
+	if report.Total.Deleted != 1 || report.Total.Reasons["noindex"] != 1 {
+		t.Errorf("second cycle: %d deleted, reasons %v", report.Total.Deleted, report.Total.Reasons)
 	}
 }
