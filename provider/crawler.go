@@ -51,6 +51,10 @@ type Crawler struct {
 	// delays holds robots.txt Crawl-delays learned per host key, read by
 	// the frontier's politeness policy.
 	delays sync.Map
+	// robotsDown holds a robotsOutage per host whose robots.txt cannot be
+	// read; robotsMu orders its updates.
+	robotsDown sync.Map
+	robotsMu   sync.Mutex
 	// sourceHeaders names every custom header of any source, to strip on
 	// a redirect to another host.
 	sourceHeaders map[string]bool

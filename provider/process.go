@@ -364,7 +364,7 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
 		until := time.Now().Add(retryAfter(h.Get("Retry-After"), rec.TempErrCount))
-		c.temporary(lease, rec, src, reason, status, until, false)
+		c.temporary(lease, rec, src, reason, status, until, false, rec.TempErrCount+1)
 		return
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, "", true)
@@ -384,7 +384,7 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	it := lease.Item()
 	reason, temporary := classify(err)
 	if temporary {
-		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)), false)
+		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)), false, rec.TempErrCount+1)
 		return
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, err.Error(), true)
@@ -402,10 +402,10 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 // temporary queues the URL again after a backoff of its host, until it has
 // failed max_temporary_errors times in a row; then it is an error and its
 // document is deleted.
-func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time, noRequest bool) {
+func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time, noRequest bool, attempts int) {
 	it := lease.Item()
-	if rec.TempErrCount+1 >= src.cfg.MaxTemporaryErrors {
-		c.report.Reason(src.cfg.Name, it.URL, reason, "temporary errors in a row: "+strconv.Itoa(rec.TempErrCount+1), true)
+	if attempts >= src.cfg.MaxTemporaryErrors {
+		c.report.Reason(src.cfg.Name, it.URL, reason, "temporary errors in a row: "+strconv.Itoa(attempts), true)
 		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "attempts", rec.TempErrCount+1)
 		outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status, NoRequest: noRequest}
 		w := c.unindex(rec, &outcome)
@@ -464,15 +464,22 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 	var unavailable *robots.UnavailableError
 	if errors.As(err, &unavailable) {
 		// RFC 9309: an unreachable robots.txt disallows everything until it
-		// can be read. Each postponement is a temporary error of the URL, so
-		// a robots.txt that stays down ends the URL's cycle in error rather
-		// than keeping the cycle open for ever.
-		c.temporary(lease, lease.Record(), src, "robots_unavailable", 0, unavailable.RetryAt, true)
+		// can be read. Each postponement is a temporary error of the URL.
+		// The host's failed fetches count for every URL of the host: only a
+		// URL or two get a turn per retry wait, and once the host has failed
+		// max_temporary_errors times its URLs end the cycle in error together
+		// instead of one by one, waits of up to 30 minutes apart.
+		rec := lease.Record()
+		attempts := max(rec.TempErrCount+1, c.robotsFailures(lease.HostKey(), unavailable.RetryAt))
+		c.temporary(lease, rec, src, "robots_unavailable", 0, unavailable.RetryAt, true, attempts)
 		return false, ""
 	}
 	if err != nil {
 		lease.Release()
 		return false, ""
+	}
+	if _, failing := c.robotsDown.Load(lease.HostKey()); failing {
+		c.robotsDown.Delete(lease.HostKey())
 	}
 	if config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
 		if d := r.CrawlDelay(c.agent); d > 0 {
@@ -520,4 +527,26 @@ func colly2UTF8(h http.Header) http.Header {
 	params["charset"] = "utf-8"
 	h.Set("Content-Type", mime.FormatMediaType(mt, params))
 	return h
+}
+
+// robotsOutage counts the failed robots.txt fetches of a host since it was
+// last read: each failure comes with a new retry time.
+type robotsOutage struct {
+	retryAt  time.Time
+	failures int
+}
+
+// robotsFailures records that the host's robots.txt is unavailable until
+// retryAt and returns how many fetches have failed in this outage.
+func (c *Crawler) robotsFailures(hostKey string, retryAt time.Time) int {
+	c.robotsMu.Lock()
+	defer c.robotsMu.Unlock()
+	o, _ := c.robotsDown.Load(hostKey)
+	out, _ := o.(robotsOutage)
+	if retryAt.After(out.retryAt) {
+		out.retryAt = retryAt
+		out.failures++
+		c.robotsDown.Store(hostKey, out)
+	}
+	return out.failures
 }

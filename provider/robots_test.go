@@ -399,3 +399,31 @@ func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
 		t.Errorf("second cycle: %d deleted, reasons %v", report.Total.Deleted, report.Total.Reasons)
 	}
 }
+
+func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *testing.T) {
+	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	site := newSite(t)
+	site.status("/robots.txt", http.StatusBadGateway)
+	var starts []string
+	for i := range 40 {
+		starts = append(starts, fmt.Sprintf("%s/p%d.html", site.URL, i))
+	}
+	cfg, _ := testConfig(t, "", "max_temporary_errors: 3", starts...)
+
+	// Retrying robots.txt for each URL in turn, two per retry wait and the
+	// wait doubling to 30 minutes, would keep this cycle open for hours.
+	c, report := crawlKeep(t, cfg)
+
+	if got := site.requested(); !slices.Equal(got, []string{"/robots.txt"}) {
+		t.Errorf("requested %v, want robots.txt only", got)
+	}
+	if n := site.hit("/robots.txt"); n > 4 {
+		t.Errorf("robots.txt requested %d times; after 3 failures the host's URLs end", n)
+	}
+	for _, u := range starts {
+		wantState(t, c, u, frontier.Error, "robots_unavailable")
+	}
+	if got := report.Total.Reasons["robots_unavailable"]; got != len(starts) {
+		t.Errorf("report counts %d robots_unavailable, want %d", got, len(starts))
+	}
+}
