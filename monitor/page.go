@@ -12,10 +12,8 @@ import (
 // it reloads itself every 10 seconds.
 var page = template.Must(template.New("status").Funcs(template.FuncMap{
 	"when": when,
-	"dur": func(s float64) string {
-		return (time.Duration(s * float64(time.Second))).Round(100 * time.Millisecond).String()
-	},
-	"rate": func(n int, s float64) string { return perSecond(n, s) },
+	"dur":  seconds,
+	"rate": perSecond,
 }).Parse(`<!doctype html>
 <html lang="en">
 <head>
@@ -96,6 +94,18 @@ func when(t, now time.Time) string {
 		return s + " ago"
 	}
 	return "in " + s
+}
+
+// seconds is a duration in seconds, rounded to what a reader needs.
+func seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 func perSecond(n int, secs float64) string {

@@ -98,6 +98,9 @@ func (s *Server) CycleDone(r *provider.Report, err error, nextCycle time.Time) {
 		}
 	}
 	s.metrics.CycleDone(r, err != nil, next)
+	if s.states != nil {
+		s.states.Kick()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r != nil {

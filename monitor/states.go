@@ -65,19 +65,34 @@ func NewStates(front *frontier.Frontier, cfg *config.Config) *States {
 func (s *States) Get() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.running && s.stale() {
-		s.running = true
-		go func() {
-			snap, err := s.count()
-			s.mu.Lock()
-			if err == nil {
-				s.snap = snap
-			}
-			s.err, s.running = err, false
-			s.mu.Unlock()
-		}()
+	if s.stale() {
+		s.startLocked()
 	}
 	return s.snap
+}
+
+// Kick starts a count in the background now unless one is running: after
+// a cycle, say, when the counts have just changed a lot.
+func (s *States) Kick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startLocked()
+}
+
+func (s *States) startLocked() {
+	if s.running {
+		return
+	}
+	s.running = true
+	go func() {
+		snap, err := s.count()
+		s.mu.Lock()
+		if err == nil && (s.snap == nil || snap.At.After(s.snap.At)) {
+			s.snap = snap
+		}
+		s.err, s.running = err, false
+		s.mu.Unlock()
+	}()
 }
 
 // Refresh counts now, waiting for the count, and returns it.

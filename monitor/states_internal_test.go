@@ -1,0 +1,127 @@
+package monitor
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func TestStatesCountURLsByStateReasonAndAgedChecksDue(t *testing.T) {
+	now := time.Now()
+	clk := &fakeClock{t: now.Add(-2 * time.Hour)}
+	f, err := frontier.Open(t.TempDir(), frontier.Options{Now: clk.Now, Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 4} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Add(
+		frontier.Item{URL: "https://a.example/old", Source: "docs"},
+		frontier.Item{URL: "https://a.example/gone", Source: "docs"},
+		frontier.Item{URL: "https://a.example/fresh", Source: "docs"},
+		frontier.Item{URL: "https://a.example/queued", Source: "docs"},
+		frontier.Item{URL: "https://b.example/x", Source: "news"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Exclude("robots", frontier.Item{URL: "https://a.example/private", Source: "docs"}); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(o frontier.Outcome, wantURL string) {
+		t.Helper()
+		l, _, err := f.TryNext()
+		if err != nil || l == nil {
+			t.Fatalf("TryNext: %v %v", l, err)
+		}
+		if l.Item().URL != wantURL {
+			l.Release()
+			t.Fatalf("leased %s, want %s", l.Item().URL, wantURL)
+		}
+		if err := l.Complete(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a.example is served first (round robin starts with it), in queue order.
+	complete(frontier.Outcome{State: frontier.Fetched, Status: 200}, "https://a.example/old")
+	complete(frontier.Outcome{State: frontier.Fetched, Status: 200}, "https://b.example/x")
+	complete(frontier.Outcome{State: frontier.Error, Reason: "http_404", Status: 404}, "https://a.example/gone")
+	clk.Set(now)
+	complete(frontier.Outcome{State: frontier.Fetched, Status: 200}, "https://a.example/fresh")
+
+	cfg := &config.Config{Sources: []config.Source{{Name: "docs", MaxAge: config.Duration(time.Hour)}, {Name: "news"}}}
+	snap, err := NewStates(f, cfg).Refresh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, news := snap.Sources["docs"], snap.Sources["news"]
+	if docs == nil || news == nil {
+		t.Fatalf("sources counted: %v", snap.Sources)
+	}
+	if docs.States[frontier.Fetched] != 2 || docs.States[frontier.Error] != 1 || docs.States[frontier.Excluded] != 1 || docs.Waiting() != 1 {
+		t.Errorf("docs states = %v", docs.States)
+	}
+	if docs.Reasons[frontier.Error]["http_404"] != 1 || docs.Reasons[frontier.Excluded]["robots"] != 1 {
+		t.Errorf("docs reasons = %v", docs.Reasons)
+	}
+	// /old and /gone were checked two hours ago: past the hour of max_age.
+	if docs.AgedCheckDue != 2 {
+		t.Errorf("docs aged checks due = %d, want 2", docs.AgedCheckDue)
+	}
+	if news.AgedCheckDue != 0 || news.States[frontier.Fetched] != 1 {
+		t.Errorf("news = %+v (no max_age: never due)", news)
+	}
+}
+
+func TestStatesRecountOnlyWhenStale(t *testing.T) {
+	f, err := frontier.Open(t.TempDir(), frontier.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	s := NewStates(f, &config.Config{})
+	s.now = clk.Now
+	old := &Snapshot{At: clk.Now(), Took: time.Second, Sources: map[string]*SourceState{}}
+	s.snap = old
+	// settled waits for a background count to end and says whether one replaced old.
+	settled := func() bool {
+		for {
+			s.mu.Lock()
+			running, snap := s.running, s.snap
+			s.mu.Unlock()
+			if !running {
+				return snap != old
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	clk.Set(clk.Now().Add(19 * time.Second))
+	s.Get()
+	if settled() {
+		t.Error("a count ran 19s after one that took 1s: counts must be 20 times their duration apart")
+	}
+	clk.Set(clk.Now().Add(time.Second))
+	s.Get()
+	if !settled() {
+		t.Error("no count ran once the last one was stale")
+	}
+}
