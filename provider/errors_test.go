@@ -446,3 +446,25 @@ func TestResponseHeaderTimeoutEndsAPageWhoseHeadersNeverCome(t *testing.T) {
 		t.Errorf("indexed %v, want %v", got, want)
 	}
 }
+
+func TestResponseWithoutContentTypeIsJudgedByItsSniffedType(t *testing.T) {
+	site := newSite(t)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 2048)...)
+	site.html("/", "home", links("/blob", "/untyped-page"))
+	site.handle("/blob", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // no header at all, not net/http's guess
+		w.Write(png)
+	})
+	site.handle("/untyped-page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil
+		fmt.Fprint(w, "<!DOCTYPE html><html><head><title>untyped</title></head><body><p>text</p></body></html>")
+	})
+	cfg, out := testConfig(t, "", "", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+
+	wantState(t, c, site.URL+"/blob", frontier.Excluded, "ignored_extension")
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/untyped-page"); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+}

@@ -133,6 +133,14 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		c.exclude(lease, rec, src, string(res.skip.Reason), mediaType(res.header.Get("Content-Type")))
 		return
 	}
+	if res.header.Get("Content-Type") == "" {
+		// No type to decide from before the body came: its first bytes decide.
+		sniffed := http.DetectContentType(res.body)
+		if d := src.rules.DecideMIME(sniffed, it.URL); !d.Crawl {
+			c.exclude(lease, rec, src, string(d.Reason), mediaType(sniffed))
+			return
+		}
+	}
 	if int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
 		// Never a silently truncated document: the page is left out, with its reason.
 		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
