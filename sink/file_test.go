@@ -1,0 +1,66 @@
+package sink_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/crawlspace/crawlspace/sink"
+)
+
+func TestFileSinkAcknowledgesAWriteOnlyOnceItIsOnDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out", "docs.ndjson")
+	var got results
+	s, err := sink.NewFile(path, "web", got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The first write finds no recent sync and syncs at once.
+	if err := s.Index(ctx, doc("http://example.test/a", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Index(ctx, doc("http://example.test/b", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "id-c", "http://example.test/c"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.outcomes()); n != 1 {
+		t.Fatalf("%d writes acknowledged before a sync, want only the first", n)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	outs := got.outcomes()
+	if len(outs) != 3 || outs[2] != sink.Deleted {
+		t.Fatalf("after Flush: %v", outs)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.Count(raw, []byte("\n")); lines != 5 {
+		t.Errorf("the file holds %d lines, want 5 (two index actions with sources, one delete)", lines)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A second sink appends to the same file.
+	s2, err := sink.NewFile(path, "web", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Index(ctx, doc("http://example.test/d", "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(path)
+	if lines := bytes.Count(raw, []byte("\n")); lines != 7 {
+		t.Errorf("after a second crawl the file holds %d lines, want 7", lines)
+	}
+}
