@@ -93,9 +93,13 @@ func mediaType(contentType string) string {
 func classify(err error) (reason string, temporary bool) {
 	var dnsErr *net.DNSError
 	var addrErr *addressError
+	var certErr *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &addrErr):
 		return addrErr.reason, false
+	case errors.As(err, &certErr):
+		// An untrusted or mismatched certificate stays so until someone acts.
+		return "tls_error", false
 	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
 		return "timeout", true
 	case errors.As(err, &dnsErr):
