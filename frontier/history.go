@@ -59,6 +59,17 @@ func (k EventKind) String() string {
 // MarshalText makes events readable in JSON.
 func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText reads a name MarshalText wrote.
+func (k *EventKind) UnmarshalText(b []byte) error {
+	for i, n := range eventNames {
+		if i > 0 && n == string(b) {
+			*k = EventKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("frontier: unknown event %q", b)
+}
+
 // Event is one entry of a URL's history. Complete fills At, the outcome's
 // state, Reason, Status and Target itself.
 type Event struct {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,9 +188,9 @@ func (s *Server) View() View {
 	}
 	for i := range s.cfg.Sources {
 		sc := &s.cfg.Sources[i]
-		sv := SourceView{Name: sc.Name, Store: map[string]int{}, Interval: sc.DiscoveryInterval.D().String()}
+		sv := SourceView{Name: sc.Name, Store: map[string]int{}, Interval: short(sc.DiscoveryInterval.D())}
 		if sc.MaxAge > 0 {
-			sv.MaxAge = sc.MaxAge.D().String()
+			sv.MaxAge = short(sc.MaxAge.D())
 		}
 		if v.Current != nil {
 			if c := v.Current.Sources[sc.Name]; c != nil {
@@ -232,6 +233,18 @@ func (s *Server) View() View {
 		v.Reasons = reasons(src)
 	}
 	return v
+}
+
+// short writes a configured duration as people do: 1h, 48h, 1h30m.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // reasons lists a report's reasons, most frequent first, with examples.

@@ -64,7 +64,7 @@ func TestStatusPageShowsProgressTheLastCycleReasonsAndWhatIsDue(t *testing.T) {
 		`<a href="` + site.URL + `/missing">` + site.URL + `/missing</a>`,
 		"<code>robots</code>",
 		"discovery (start URLs, sitemaps, feeds) in 59m",
-		"0 URL(s) due for an aged check (max_age 1h0m0s)",
+		"0 URL(s) due for an aged check (max_age 1h)",
 		`<a href="/metrics">`,
 	} {
 		if !strings.Contains(page, want) {

@@ -24,6 +24,7 @@ type States struct {
 	mu      sync.Mutex
 	snap    *Snapshot
 	running bool
+	again   bool // Kick asked for another count while one ran
 	err     error
 }
 
@@ -71,11 +72,15 @@ func (s *States) Get() *Snapshot {
 	return s.snap
 }
 
-// Kick starts a count in the background now unless one is running: after
-// a cycle, say, when the counts have just changed a lot.
+// Kick starts a count in the background now, or right after the one
+// running: after a cycle, say, when the counts have just changed a lot.
 func (s *States) Kick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.running {
+		s.again = true
+		return
+	}
 	s.startLocked()
 }
 
@@ -85,13 +90,21 @@ func (s *States) startLocked() {
 	}
 	s.running = true
 	go func() {
-		snap, err := s.count()
-		s.mu.Lock()
-		if err == nil && (s.snap == nil || snap.At.After(s.snap.At)) {
-			s.snap = snap
+		for {
+			snap, err := s.count()
+			s.mu.Lock()
+			if err == nil && (s.snap == nil || snap.At.After(s.snap.At)) {
+				s.snap = snap
+			}
+			s.err = err
+			if !s.again || err != nil {
+				s.running, s.again = false, false
+				s.mu.Unlock()
+				return
+			}
+			s.again = false
+			s.mu.Unlock()
 		}
-		s.err, s.running = err, false
-		s.mu.Unlock()
 	}()
 }
 

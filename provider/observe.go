@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/sink"
 )
@@ -80,7 +81,21 @@ func (c *Crawler) NextDiscovery(source string) (time.Time, error) {
 	if src == nil {
 		return time.Time{}, nil
 	}
-	return c.nextDiscovery(src)
+	return NextDiscovery(c.front, src.cfg)
+}
+
+// NextDiscovery reads from a state store when src's start URLs, sitemaps
+// and feeds are next due: zero when they never were visited (at once).
+func NextDiscovery(front *frontier.Frontier, src *config.Source) (time.Time, error) {
+	raw, err := front.GetMeta(metaDiscovered + src.Name)
+	if err != nil || raw == nil {
+		return time.Time{}, err
+	}
+	var last time.Time
+	if err := last.UnmarshalText(raw); err != nil {
+		return time.Time{}, nil
+	}
+	return last.Add(src.DiscoveryInterval.D()), nil
 }
 
 // fetchedPage counts a response in the report and notes the request on the
@@ -91,6 +106,15 @@ func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetchRe
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("fetched", "url", res.url, "source", source, "status", res.status,
 			"bytes", len(res.body), "took", took.Round(time.Microsecond))
+	}
+}
+
+// decided counts a page fetched but not indexed under its own URL (a
+// redirect, a canonical alias, noindex, a rule) and logs the decision.
+func (c *Crawler) decided(source, url, reason, detail string, status int) {
+	c.report.Reason(source, url, reason, detail, false)
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("not indexed", "url", url, "source", source, "reason", reason, "status", status, "detail", detail)
 	}
 }
 

@@ -171,7 +171,7 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := c.canonical(src, out.Canonical, it); canon != "" {
 		outcome.Target = canon
-		c.report.Reason(src.cfg.Name, it.URL, "canonical_alias", canon, false)
+		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
 		w := c.unindex(rec, &outcome)
 		c.complete(lease, outcome, w)
 		return
@@ -180,10 +180,10 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	var w *write
 	switch {
 	case !d.Index:
-		c.report.Reason(src.cfg.Name, it.URL, string(d.Reason), d.Rule, false)
+		c.decided(src.cfg.Name, it.URL, string(d.Reason), d.Rule, http.StatusOK)
 		w = c.unindex(rec, &outcome)
 	case noindex:
-		c.report.Reason(src.cfg.Name, it.URL, "noindex", "", false)
+		c.decided(src.cfg.Name, it.URL, "noindex", "", http.StatusOK)
 		w = c.unindex(rec, &outcome)
 	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
 		// Same content as the indexed document: no write.
@@ -355,7 +355,7 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 		refused.add(to, target, it.Depth, d)
 		c.recordRefusals(&refused)
 	}
-	c.report.Reason(src.cfg.Name, it.URL, "redirect", target, false)
+	c.decided(src.cfg.Name, it.URL, "redirect", target, res.status)
 	// The URL no longer holds a document of its own.
 	w := c.unindex(rec, &outcome)
 	c.complete(lease, outcome, w)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,24 +29,20 @@ func runCrawl(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	log := newLogger(cfg, os.Stderr, *verbose, *quiet)
+	o := newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var out io.Writer = os.Stdout
-	if *quiet {
-		out = io.Discard
-	}
-	return crawlOnce(ctx, cfg, set, log, out, *reportPath)
+	return crawlOnce(ctx, cfg, set, o, *reportPath)
 }
 
 // crawlOnce runs one cycle into the configured sink and reports it.
-func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, log *slog.Logger, out io.Writer, reportPath string) int {
-	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
+func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, o output, reportPath string) int {
+	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), o.log)
 	if err != nil {
-		log.Error("cannot start the crawl", "err", err)
+		o.log.Error("cannot start the crawl", "err", err)
 		return exitFailed
 	}
-	return finishCycle(ctx, c, log, out, reportPath)
+	return finishCycle(ctx, cfg, c, o, reportPath)
 }
 
 // sinkOpener opens Elasticsearch when the config names it, else the file sink.

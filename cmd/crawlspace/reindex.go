@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -32,13 +32,10 @@ func runReindex(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	log := newLogger(cfg, os.Stderr, *verbose, *quiet)
+	o := newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet)
+	log := o.log
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var out io.Writer = os.Stdout
-	if *quiet {
-		out = io.Discard
-	}
 	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -56,12 +53,15 @@ func runReindex(args []string) int {
 		return exitFailed
 	}
 	log.Info("documents queued to be fetched and written again", "count", n)
-	return finishCycle(ctx, c, log, out, *reportPath)
+	return finishCycle(ctx, cfg, c, o, *reportPath)
 }
 
 // finishCycle runs one cycle of every source, closes the crawler and reports.
-func finishCycle(ctx context.Context, c *provider.Crawler, log *slog.Logger, out io.Writer, reportPath string) int {
+func finishCycle(ctx context.Context, cfg *config.Config, c *provider.Crawler, o output, reportPath string) int {
+	log := o.log
+	stopProgress := o.watch(ctx, c, monitor.NewStates(c.Frontier(), cfg))
 	report, crawlErr := c.Crawl(ctx)
+	stopProgress()
 	closeErr := c.Close()
 	if reportPath != "" {
 		if err := report.WriteFile(reportPath); err != nil {
@@ -69,7 +69,7 @@ func finishCycle(ctx context.Context, c *provider.Crawler, log *slog.Logger, out
 			return exitFailed
 		}
 	}
-	report.Summary(out)
+	report.Summary(o.summary)
 	switch {
 	case crawlErr != nil:
 		log.Error("crawl did not complete", "err", crawlErr)

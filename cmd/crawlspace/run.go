@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
 )
@@ -31,30 +31,69 @@ func runRun(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	log := newLogger(cfg, os.Stderr, *verbose, *quiet)
+	o := newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var out io.Writer = os.Stdout
-	if *quiet {
-		out = io.Discard
-	}
-	return serve(ctx, cfg, set, log, out, *reportPath)
+	return serve(ctx, cfg, set, o, *reportPath, serveHooks{})
+}
+
+// serveHooks let tests follow the service.
+type serveHooks struct {
+	// listening receives the address of /metrics and the status page.
+	listening func(net.Addr)
+	// cycleDone is called after each cycle has been reported.
+	cycleDone func(*provider.Report, error)
 }
 
 // serve runs cycles until ctx ends: each source's discovery when its
 // interval has passed, the aged checks that are due in every cycle. A
 // signal stops the current cycle cleanly: leases go back to the frontier,
-// acknowledged writes stay recorded, the next start resumes.
-func serve(ctx context.Context, cfg *config.Config, set *rules.Set, log *slog.Logger, out io.Writer, reportPath string) int {
+// acknowledged writes stay recorded, the next start resumes. With
+// metrics_addr set, /metrics and the status page are served there.
+func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, reportPath string, hooks serveHooks) int {
+	log, out := o.log, o.summary
 	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start the service", "err", err)
 		return exitFailed
 	}
 	defer c.Close()
+	states := monitor.NewStates(c.Frontier(), cfg)
+	states.Kick()
+	var status *monitor.Server
+	if cfg.MetricsAddr != "" {
+		names := make([]string, 0, len(cfg.Sources))
+		for i := range cfg.Sources {
+			names = append(names, cfg.Sources[i].Name)
+		}
+		metrics := monitor.NewMetrics(buildVersion(), names)
+		metrics.WatchFrontier(states, c.Frontier())
+		c.SetObserver(metrics)
+		status = monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
+		addr, err := status.Start(cfg.MetricsAddr)
+		if err != nil {
+			log.Error("cannot serve metrics and the status page", "metrics_addr", cfg.MetricsAddr, "err", err)
+			return exitFailed
+		}
+		log.Info("serving the status page and /metrics", "url", "http://"+addr.String()+"/")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			status.Shutdown(sctx)
+		}()
+		if hooks.listening != nil {
+			hooks.listening(addr)
+		}
+	}
 	agedEvery := agedCheckInterval(cfg)
 	for {
+		stopProgress := o.watch(ctx, c, states)
 		report, next, err := c.CrawlDue(ctx, time.Now())
+		stopProgress()
+		wake := min(time.Until(next), agedEvery)
+		if status != nil {
+			status.CycleDone(report, err, time.Now().Add(max(wake, time.Second)))
+		}
 		if report != nil {
 			report.Summary(out)
 			if reportPath != "" {
@@ -72,7 +111,9 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, log *slog.Lo
 			// wake-up; its pending writes are kept in the state store.
 			log.Error("cycle failed", "err", err)
 		}
-		wake := min(time.Until(next), agedEvery)
+		if hooks.cycleDone != nil {
+			hooks.cycleDone(report, err)
+		}
 		log.Info("next cycle", "in", wake.Round(time.Second).String(), "next_discovery", next.Format(time.RFC3339))
 		select {
 		case <-ctx.Done():

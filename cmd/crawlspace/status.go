@@ -6,10 +6,13 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/monitor"
+	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -23,8 +26,12 @@ type sourceStatus struct {
 	Total   int                       `json:"total"`
 	States  map[string]int            `json:"states"`
 	Reasons map[string]map[string]int `json:"reasons"` // state -> reason -> URLs
-	// DueForAgedCheck counts fetched URLs older than max_age: the next crawl revisits them.
+	// DueForAgedCheck counts fetched or failed URLs older than max_age
+	// (and fetched ones a sitemap says changed): the next crawl revisits them.
 	DueForAgedCheck int `json:"due_for_aged_check"`
+	// NextDiscovery is when the source's start URLs, sitemaps and feeds
+	// are next visited by `crawlspace run` (absent: at once).
+	NextDiscovery time.Time `json:"next_discovery,omitzero"`
 }
 
 // urlStatus is `status -url U`.
@@ -48,15 +55,47 @@ type urlStatus struct {
 	Pending      string    `json:"pending_write,omitempty"`
 	Target       string    `json:"target,omitempty"`
 	Lastmod      time.Time `json:"sitemap_lastmod,omitzero"`
+	Via          string    `json:"found_on,omitempty"`
 	// Decision is what the current configuration decides for the URL.
 	Decision *explanation `json:"decision,omitempty"`
+	// History is what happened to the URL, oldest first: the last
+	// frontier.DefaultHistory events.
+	History []historyEntry `json:"history"`
+}
+
+// historyEntry is one event of a URL's history.
+type historyEntry struct {
+	At      time.Time          `json:"at"`
+	Event   frontier.EventKind `json:"event"`
+	Status  int                `json:"status,omitempty"`
+	Bytes   int64              `json:"bytes,omitempty"`
+	Seconds float64            `json:"seconds,omitempty"`
+	Source  string             `json:"source,omitempty"`
+	Queue   string             `json:"queue,omitempty"`
+	Depth   int                `json:"depth,omitempty"`
+	Via     string             `json:"via,omitempty"`
+	Reason  string             `json:"reason,omitempty"`
+	Detail  string             `json:"detail,omitempty"`
+}
+
+func historyOf(evs []frontier.Event) []historyEntry {
+	out := make([]historyEntry, 0, len(evs))
+	for _, e := range evs {
+		h := historyEntry{At: e.At, Event: e.Kind, Status: e.Status, Bytes: e.Bytes, Seconds: e.Took.Seconds(),
+			Source: e.Source, Via: e.Via, Reason: e.Reason, Detail: e.Detail}
+		if e.Kind == frontier.EventQueued || e.Kind == frontier.EventRequeued {
+			h.Queue, h.Depth = e.Class.String(), e.Depth
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 func runStatus(args []string) int {
 	fs := newFlags("status")
 	path := fs.String("config", "", "configuration file")
 	asJSON := fs.Bool("json", false, "print JSON")
-	one := fs.String("url", "", "show one URL's stored state and the current decision for it")
+	one := fs.String("url", "", "show one URL's stored state, the current decision for it and its history")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -91,16 +130,15 @@ func runStatus(args []string) int {
 }
 
 func sourceStatuses(cfg *config.Config, front *frontier.Frontier) ([]sourceStatus, error) {
-	counts, err := front.Counts()
+	snap, err := monitor.NewStates(front, cfg).Refresh()
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	var out []sourceStatus
 	for i := range cfg.Sources {
 		sc := &cfg.Sources[i]
 		st := sourceStatus{Source: sc.Name, States: map[string]int{}, Reasons: map[string]map[string]int{}}
-		if c := counts[sc.Name]; c != nil {
+		if c := snap.Sources[sc.Name]; c != nil {
 			st.Total = c.Total()
 			for s, n := range c.States {
 				if n > 0 {
@@ -110,17 +148,10 @@ func sourceStatuses(cfg *config.Config, front *frontier.Frontier) ([]sourceStatu
 			for s, m := range c.Reasons {
 				st.Reasons[s.String()] = m
 			}
+			st.DueForAgedCheck = c.AgedCheckDue
 		}
-		if sc.MaxAge > 0 {
-			cut := now.Add(-sc.MaxAge.D())
-			if err := front.ForEach(sc.Name, func(r frontier.Record) error {
-				if r.State == frontier.Fetched && r.CheckedAt.Before(cut) {
-					st.DueForAgedCheck++
-				}
-				return nil
-			}); err != nil {
-				return nil, err
-			}
+		if st.NextDiscovery, err = provider.NextDiscovery(front, sc); err != nil {
+			return nil, err
 		}
 		out = append(out, st)
 	}
@@ -147,6 +178,11 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 			}
 		}
 		fmt.Fprintf(w, "  due for an aged check: %d\n", st.DueForAgedCheck)
+		if st.NextDiscovery.IsZero() {
+			fmt.Fprintln(w, "  next discovery: at the next start")
+		} else {
+			fmt.Fprintf(w, "  next discovery: %s\n", st.NextDiscovery.Local().Format("2006-01-02 15:04:05 MST"))
+		}
 	}
 }
 
@@ -168,12 +204,17 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontie
 	if s := set.Source(r.Source); s != nil {
 		src, d = s, s.Decide(u, r.Depth)
 	}
+	evs, err := front.History(u)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
+		return exitFailed
+	}
 	e := line(u, src, d)
 	st := urlStatus{URL: r.URL, Source: r.Source, State: r.State.String(), Reason: r.Reason, Status: r.Status,
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
-		Indexed: r.Indexed, DocID: r.DocID, Pending: r.Pending, Target: r.Target, Lastmod: r.Lastmod,
-		Decision: &e}
+		Indexed: r.Indexed, DocID: r.DocID, Pending: r.Pending, Target: r.Target, Lastmod: r.Lastmod, Via: r.Via,
+		Decision: &e, History: historyOf(evs)}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -182,7 +223,86 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontie
 		}
 		return exitOK
 	}
-	raw2, _ := json.MarshalIndent(st, "", "  ")
-	fmt.Fprintln(w, string(raw2))
+	printURLStatus(w, &st)
 	return exitOK
+}
+
+// printURLStatus prints one URL's state, decision and history for people.
+func printURLStatus(w io.Writer, st *urlStatus) {
+	fmt.Fprintln(w, st.URL)
+	state := st.State
+	if st.Reason != "" {
+		state += " (" + st.Reason + ")"
+	}
+	if st.Status != 0 {
+		state += fmt.Sprintf(", last status %d", st.Status)
+	}
+	fmt.Fprintf(w, "  source %s, %s, depth %d, queue %s\n", st.Source, state, st.Depth, st.Class)
+	if st.Via != "" {
+		fmt.Fprintf(w, "  found on %s\n", st.Via)
+	}
+	if !st.CheckedAt.IsZero() {
+		fmt.Fprintf(w, "  last checked %s, last fetched %s\n", stamp(st.CheckedAt), stamp(st.FetchedAt))
+	}
+	if st.ErrCount > 0 || st.TempErrCount > 0 {
+		fmt.Fprintf(w, "  errors in a row: %d permanent, %d temporary\n", st.ErrCount, st.TempErrCount)
+	}
+	idx := "not indexed"
+	if st.Indexed {
+		idx = "indexed as " + st.DocID
+	}
+	if st.Pending != "" {
+		idx += ", " + st.Pending + " write awaiting acknowledgement"
+	}
+	if st.Target != "" {
+		idx += ", document held by " + st.Target
+	}
+	fmt.Fprintf(w, "  %s\n", idx)
+	if d := st.Decision; d != nil {
+		fmt.Fprintf(w, "  the configuration now: crawl %s, index %s, follow %s, reason %s, rule %s\n",
+			yesNo(d.Crawl), yesNo(d.Index), yesNo(d.Follow), dash(d.Reason), dash(d.Rule))
+	}
+	if len(st.History) == 0 {
+		fmt.Fprintln(w, "  no history recorded")
+		return
+	}
+	fmt.Fprintln(w, "history, oldest first:")
+	for _, h := range st.History {
+		fmt.Fprintf(w, "  %s  %-12s %s\n", stamp(h.At), h.Event, describe(h))
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+// describe is an event's details in words.
+func describe(h historyEntry) string {
+	var parts []string
+	add := func(f string, a ...any) { parts = append(parts, fmt.Sprintf(f, a...)) }
+	if h.Status != 0 {
+		add("status %d", h.Status)
+	}
+	if h.Reason != "" {
+		add("%s", h.Reason)
+	}
+	if h.Queue != "" {
+		add("queue %s, depth %d", h.Queue, h.Depth)
+	}
+	if h.Source != "" {
+		add("source %s", h.Source)
+	}
+	if h.Via != "" {
+		add("via %s", h.Via)
+	}
+	if h.Bytes > 0 || h.Seconds > 0 {
+		add("%d bytes in %s", h.Bytes, time.Duration(h.Seconds*float64(time.Second)).Round(time.Millisecond))
+	}
+	if h.Detail != "" {
+		add("%s", h.Detail)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 )
 
@@ -10,7 +11,7 @@ func init() {
 }
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
-// otherwise the module version or VCS revision from the build info is shown.
+// otherwise the module version, else "devel", is shown.
 var version = ""
 
 func runVersion(args []string) int {
@@ -22,19 +23,32 @@ func runVersion(args []string) int {
 	return exitOK
 }
 
+// buildVersion is the version alone: the -X main.version value, the
+// module version of a `go install module@version` build, else "devel".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
+
+// versionLine is `crawlspace version`'s one line:
+//
+//	crawlspace VERSION GOVERSION OS/ARCH [commit REVISION [TIME] [modified]]
+//
+// The commit part is there when the build recorded version control
+// information (not with -buildvcs=false, nor outside a checkout).
 func versionLine() string {
-	v := version
+	line := fmt.Sprintf("crawlspace %s %s %s/%s", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		if v == "" {
-			v = "unknown"
-		}
-		return "crawlspace " + v
+		return line
 	}
-	if v == "" {
-		v = info.Main.Version
-	}
-	var rev, when, dirty string
+	var rev, when string
+	modified := false
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -42,14 +56,18 @@ func versionLine() string {
 		case "vcs.time":
 			when = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = " (modified)"
-			}
+			modified = s.Value == "true"
 		}
 	}
-	line := fmt.Sprintf("crawlspace %s %s", v, info.GoVersion)
-	if rev != "" {
-		line += fmt.Sprintf(" commit %s %s%s", rev, when, dirty)
+	if rev == "" {
+		return line
+	}
+	line += " commit " + rev
+	if when != "" {
+		line += " " + when
+	}
+	if modified {
+		line += " modified"
 	}
 	return line
 }
