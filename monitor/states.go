@@ -10,7 +10,7 @@ import (
 
 // States counts the state store's URLs by source, state and reason, and
 // those due for an aged check. A count walks every record, so it runs in
-// the background, at most once every MinInterval and never more often than
+// the background, at most once every MinInterval (a second) and never more often than
 // every 20 times its own duration: however large the store, counting costs
 // at most a twentieth of a core.
 type States struct {
@@ -54,7 +54,7 @@ func (s *SourceState) Waiting() int {
 
 // NewStates counts front's URLs for the sources of cfg.
 func NewStates(front *frontier.Frontier, cfg *config.Config) *States {
-	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: 5 * time.Second, now: time.Now}
+	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: time.Second, now: time.Now}
 	for i := range cfg.Sources {
 		s.maxAge[cfg.Sources[i].Name] = cfg.Sources[i].MaxAge.D()
 	}
