@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +232,60 @@ func BenchmarkCrawlDemoSite(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// TestElasticsearchRetriesAndBulkFailuresAreCountedPerSource puts a proxy
+// in front of the real node that refuses the first _bulk request with 429,
+// a fault the node cannot be made to produce on demand; everything else,
+// the retried writes included, reaches the node.
+func TestElasticsearchRetriesAndBulkFailuresAreCountedPerSource(t *testing.T) {
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	target, err := url.Parse(esURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/_bulk") && refused.CompareAndSwap(false, true) {
+			http.Error(w, `{"error":"es_rejected_execution_exception"}`, http.StatusTooManyRequests)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	site := mixedSite(t)
+	cfg := loadConfig(t, fmt.Sprintf(`
+elasticsearch:
+  addresses: [%q]
+  index: %s
+  replicas: 0
+  bulk_flush_interval: 50ms
+allow_private_networks: true
+sources:
+  - name: site
+    start_urls: [%q]
+`, front.URL, index, site.URL+"/"))
+	c := newCrawler(t, cfg)
+	report, m := crawlWithMetrics(t, c, []string{"site"})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if report.Total.Created != 4 || report.Total.IndexFailures != 0 {
+		t.Fatalf("report: created %d, index failures %d; want the 4 documents created after their retry", report.Total.Created, report.Total.IndexFailures)
+	}
+	web := httptest.NewServer(monitor.NewServer(cfg, nil, m, nil, "test", nil).Handler())
+	defer web.Close()
+	got := scrape(t, web.URL+"/metrics")
+	if got["crawlspace_elasticsearch_bulk_failures_total"] != 1 {
+		t.Errorf("bulk failures = %v, want the one refused request", got["crawlspace_elasticsearch_bulk_failures_total"])
+	}
+	if n := got[series("crawlspace_elasticsearch_retries_total", "source", "site")]; n < 1 || n > 4 {
+		t.Errorf("retries of source site = %v, want the documents of the refused request (1 to 4)", n)
+	}
+	if got["crawlspace_elasticsearch_bulk_duration_seconds_count"] < 2 {
+		t.Errorf("bulk requests timed = %v, want the refused one and its retry", got["crawlspace_elasticsearch_bulk_duration_seconds_count"])
 	}
 }

@@ -60,15 +60,22 @@ func (c *Crawler) SetObserver(o Observer) {
 type sinkObserver struct{ c *Crawler }
 
 func (s sinkObserver) Bulk(took time.Duration, status int, err error) {
-	if o := s.c.observer; o != nil {
+	if o, _ := s.c.observed(); o != nil {
 		o.Bulk(took, status, err)
 	}
 }
 
 func (s sinkObserver) Retry(url string) {
-	if o := s.c.observer; o != nil {
-		o.IndexRetry(s.c.reportNow().sourceOf(url))
+	if o, r := s.c.observed(); o != nil {
+		o.IndexRetry(r.sourceOf(url))
 	}
+}
+
+// observed is the observer and the current report.
+func (c *Crawler) observed() (Observer, *Report) {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	return c.observer, c.report
 }
 
 // Current is the report of the cycle running, or of the last one.
