@@ -619,6 +619,13 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	if err != nil {
 		return 0, nil, err
 	}
+	// A site behind authentication serves its robots.txt behind it too;
+	// without the credentials a 401 would read as "everything allowed".
+	if src.own[frontier.HostKey(robotsURL)] {
+		for k, v := range src.headers {
+			req.Header[k] = v
+		}
+	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	res, err := src.robotsClient.Do(req)
 	if err != nil {

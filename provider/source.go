@@ -68,30 +68,29 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.client = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(),
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > c.cfg.Fetch.MaxRedirects {
-				return errors.New("too many redirects")
-			}
-			// Credentials and custom headers go to the host they were meant
-			// for only; net/http strips Authorization across domains but not ours.
-			if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
-				req.Header.Del("Authorization")
-				for k := range c.sourceHeaders {
-					req.Header.Del(k)
-				}
-			}
-			return nil
-		}}
-	src.robotsClient = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(),
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-			if len(via) > maxRobotsRedirects {
-				return errors.New("robots.txt: too many redirects")
-			}
-			return nil
-		}}
+	src.client = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(c.cfg.Fetch.MaxRedirects)}
+	src.robotsClient = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(maxRobotsRedirects)}
 	src.coll = c.newCollector(tr)
 	return src, nil
+}
+
+// redirectPolicy follows up to limit redirects for robots.txt, sitemaps and
+// feeds (pages are not followed by the client: each hop is queued).
+// Credentials and custom headers go to the host they were meant for only;
+// net/http strips Authorization across domains but not custom headers.
+func (c *Crawler) redirectPolicy(limit int) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > limit {
+			return errors.New("too many redirects")
+		}
+		if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
+			req.Header.Del("Authorization")
+			for k := range c.sourceHeaders {
+				req.Header.Del(k)
+			}
+		}
+		return nil
+	}
 }
 
 // addressError is the dialer's refusal of an address the source's rules forbid.

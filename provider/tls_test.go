@@ -94,3 +94,31 @@ func TestProxyCarriesEveryRequest(t *testing.T) {
 		t.Errorf("the proxy carried %d requests, want 3 (robots.txt and two pages)", got)
 	}
 }
+
+func TestRobotsTxtBehindBasicAuthIsReadWithTheSourcesCredentials(t *testing.T) {
+	site := newSite(t)
+	authed := func(r *http.Request) bool {
+		u, p, ok := r.BasicAuth()
+		return ok && u == "crawler" && p == "s3cret"
+	}
+	site.handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		if !authed(r) {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /secret\n")
+	})
+	site.html("/", "Home", `<a href="/secret">secret</a> <a href="/open">open</a>`)
+	site.html("/open", "Open", "open page")
+	site.html("/secret", "Secret", "secret page")
+	cfg, _ := testConfig(t, "", "auth: {username: crawler, password: s3cret}", site.URL+"/")
+	c, _ := crawlKeep(t, cfg)
+	if r := record(t, c, site.URL+"/secret"); r.Reason != "robots" {
+		t.Errorf("/secret recorded %s %q: robots.txt behind auth was not obeyed", r.State, r.Reason)
+	}
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	if site.hits["/secret"] != 0 {
+		t.Errorf("/secret was requested %d times", site.hits["/secret"])
+	}
+}
