@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/mapping"
@@ -80,4 +83,36 @@ func newLogger(cfg *config.Config, w io.Writer, verbose, quiet bool) *slog.Logge
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// cycleCommand is what crawl, run and reindex share: their flags, the
+// loaded configuration, the output and a context that ends on SIGINT or
+// SIGTERM, so an interrupted cycle stops cleanly and resumes next time.
+type cycleCommand struct {
+	cfg        *config.Config
+	set        *rules.Set
+	out        output
+	reportPath string
+	ctx        context.Context
+	stop       context.CancelFunc
+}
+
+// parseCycleCommand parses the shared flags; code is the exit code to
+// return when ok is false. The caller must call stop.
+func parseCycleCommand(name, reportHelp string, args []string) (cc cycleCommand, code int, ok bool) {
+	fs := newFlags(name)
+	path := fs.String("config", "", "configuration file")
+	reportPath := fs.String("report", "", reportHelp)
+	verbose := fs.Bool("v", false, "log every URL decision (debug level)")
+	quiet := fs.Bool("quiet", false, "log errors only and print no summary")
+	if err := fs.Parse(args); err != nil {
+		return cc, exitUsage, false
+	}
+	cfg, set, loaded := loadConfig(*path, os.Stderr)
+	if !loaded {
+		return cc, exitUsage, false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return cycleCommand{cfg: cfg, set: set, out: newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet),
+		reportPath: *reportPath, ctx: ctx, stop: stop}, exitOK, true
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/provider"
@@ -17,22 +14,12 @@ func init() {
 }
 
 func runCrawl(args []string) int {
-	fs := newFlags("crawl")
-	path := fs.String("config", "", "configuration file")
-	reportPath := fs.String("report", "", "write the crawl report as JSON to this file")
-	verbose := fs.Bool("v", false, "log every URL decision (debug level)")
-	quiet := fs.Bool("quiet", false, "log errors only and print no summary")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	cfg, set, ok := loadConfig(*path, os.Stderr)
+	cc, code, ok := parseCycleCommand("crawl", "write the crawl report as JSON to this file", args)
 	if !ok {
-		return exitUsage
+		return code
 	}
-	o := newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return crawlOnce(ctx, cfg, set, o, *reportPath)
+	defer cc.stop()
+	return crawlOnce(cc.ctx, cc.cfg, cc.set, cc.out, cc.reportPath)
 }
 
 // crawlOnce runs one cycle into the configured sink and reports it.

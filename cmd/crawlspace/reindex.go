@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/monitor"
@@ -20,22 +17,13 @@ func init() {
 // changed: new extra fields, a new add_meta, a kill pattern), and runs a
 // cycle that does it.
 func runReindex(args []string) int {
-	fs := newFlags("reindex")
-	path := fs.String("config", "", "configuration file")
-	reportPath := fs.String("report", "", "write the crawl report as JSON to this file")
-	verbose := fs.Bool("v", false, "log every URL decision (debug level)")
-	quiet := fs.Bool("quiet", false, "log errors only and print no summary")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	cfg, set, ok := loadConfig(*path, os.Stderr)
+	cc, code, ok := parseCycleCommand("reindex", "write the crawl report as JSON to this file", args)
 	if !ok {
-		return exitUsage
+		return code
 	}
-	o := newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet)
+	defer cc.stop()
+	cfg, set, o, ctx := cc.cfg, cc.set, cc.out, cc.ctx
 	log := o.log
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -53,7 +41,7 @@ func runReindex(args []string) int {
 		return exitFailed
 	}
 	log.Info("documents queued to be fetched and written again", "count", n)
-	return finishCycle(ctx, cfg, c, o, *reportPath)
+	return finishCycle(ctx, cfg, c, o, cc.reportPath)
 }
 
 // finishCycle runs one cycle of every source, closes the crawler and reports.

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -19,22 +16,12 @@ func init() {
 }
 
 func runRun(args []string) int {
-	fs := newFlags("run")
-	path := fs.String("config", "", "configuration file")
-	reportPath := fs.String("report", "", "rewrite this JSON file with each cycle's report")
-	verbose := fs.Bool("v", false, "log every URL decision (debug level)")
-	quiet := fs.Bool("quiet", false, "log errors only and print no summaries")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	cfg, set, ok := loadConfig(*path, os.Stderr)
+	cc, code, ok := parseCycleCommand("run", "rewrite this JSON file with each cycle's report", args)
 	if !ok {
-		return exitUsage
+		return code
 	}
-	o := newOutput(cfg, os.Stderr, os.Stdout, *verbose, *quiet)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return serve(ctx, cfg, set, o, *reportPath, serveHooks{})
+	defer cc.stop()
+	return serve(cc.ctx, cc.cfg, cc.set, cc.out, cc.reportPath, serveHooks{})
 }
 
 // serveHooks let tests follow the service.
