@@ -1,7 +1,6 @@
 package provider_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -210,37 +209,15 @@ sources:
 		t.Errorf("report counts %d written, want %d", report.Total.Written, len(demoPages))
 	}
 
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var ids []string
-	for sc.Scan() {
-		var action map[string]struct {
-			Index string `json:"_index"`
-			ID    string `json:"_id"`
+	for _, a := range readBulk(t, out) {
+		if a.op != "index" {
+			t.Fatalf("want only index actions, got %s %s", a.op, a.id)
 		}
-		if err := json.Unmarshal(sc.Bytes(), &action); err != nil {
-			t.Fatalf("action line: %v: %s", err, sc.Text())
+		if docfields.ID(a.doc.URL) != a.id {
+			t.Errorf("_id %s does not derive from doc_url %s", a.id, a.doc.URL)
 		}
-		meta, ok := action["index"]
-		if !ok {
-			t.Fatalf("want an index action, got %s", sc.Text())
-		}
-		if !sc.Scan() {
-			t.Fatal("action line without a source line")
-		}
-		var doc docfields.Document
-		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
-			t.Fatalf("source line: %v", err)
-		}
-		if docfields.ID(doc.URL) != meta.ID {
-			t.Errorf("_id %s does not derive from doc_url %s", meta.ID, doc.URL)
-		}
-		ids = append(ids, meta.ID)
+		ids = append(ids, a.id)
 	}
 	slices.Sort(ids)
 	if want := expectedIDs(site.URL); !slices.Equal(ids, want) {
