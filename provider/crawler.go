@@ -40,6 +40,7 @@ type Crawler struct {
 	report   *Report
 	observer Observer // set by SetObserver; each new report takes it
 
+	acks      *ackQueue
 	closeOnce sync.Once
 	closeErr  error
 	log       *slog.Logger
@@ -86,8 +87,10 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
 	}
 	c.front = front
+	c.acks = newAckQueue(c.acknowledge)
 	s, err := open(c.sinkResult)
 	if err != nil {
+		c.acks.close()
 		front.Close()
 		return nil, err
 	}
@@ -120,6 +123,7 @@ func (c *Crawler) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		c.closeErr = c.sink.Close(ctx)
+		c.acks.close()
 		if err := c.front.Close(); c.closeErr == nil {
 			c.closeErr = err
 		}
@@ -139,7 +143,7 @@ func (c *Crawler) sinkResult(res sink.Result) {
 	} else if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("index write acknowledged", "url", res.URL, "source", src, "outcome", string(res.Outcome), "status", res.Status)
 	}
-	c.acknowledge(res, src)
+	c.acks.add(res, src)
 }
 
 func (c *Crawler) reportNow() *Report {
@@ -296,6 +300,8 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
 		err = fmt.Errorf("sink: %w", ferr)
 	}
+	// The cycle's writes are recorded before it counts as done.
+	c.acks.wait()
 	if err == nil {
 		err = c.publish(flushCtx)
 	}
