@@ -2,10 +2,8 @@ package monitor_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,9 +13,8 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
-	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // mixedSite serves pages with every kind of outcome: good pages, a 404, a
@@ -84,22 +81,7 @@ sources:
 
 func newCrawler(t testing.TB, cfg *config.Config) *provider.Crawler {
 	t.Helper()
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := func(onResult func(sink.Result)) (sink.Sink, error) {
-		if cfg.Elasticsearch != nil {
-			return sink.NewElasticsearch(context.Background(), cfg.Elasticsearch, cfg.ExtraFields, onResult)
-		}
-		return sink.NewFile(cfg.Output.File, cfg.Output.Index, onResult)
-	}
-	c, err := provider.New(cfg, set, open, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return crawltest.New(t, cfg)
 }
 
 // scrape reads a Prometheus text exposition into series → value, the

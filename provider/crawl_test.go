@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,10 +18,10 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // demoPages are the pages of testdata/site reachable from its home page;
@@ -61,22 +60,7 @@ func parseConfig(t *testing.T, yaml string) *config.Config {
 // crawlerFor builds the crawler the way `crawlspace crawl` does.
 func crawlerFor(t *testing.T, cfg *config.Config) *provider.Crawler {
 	t.Helper()
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatalf("rules:\n%v", err)
-	}
-	open := func(onResult func(sink.Result)) (sink.Sink, error) {
-		if cfg.Elasticsearch != nil {
-			return sink.NewElasticsearch(context.Background(), cfg.Elasticsearch, cfg.ExtraFields, onResult)
-		}
-		return sink.NewFile(cfg.Output.File, cfg.Output.Index, onResult)
-	}
-	c, err := provider.New(cfg, set, open, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return crawltest.New(t, cfg)
 }
 
 // crawl runs one cycle the way `crawlspace crawl` does, closing the crawler after it.

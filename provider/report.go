@@ -85,15 +85,26 @@ func (r *Report) add(src string, f func(*Counts)) {
 
 // Reason records a URL skipped or failed for reason (a code from the documented set).
 func (r *Report) Reason(src, url, reason, detail string, isError bool) {
+	r.reasons(src, url, reason, detail, 1, isError)
+}
+
+// ReasonN records n URLs refused for one reason, with one of them as the example.
+func (r *Report) ReasonN(src, url, reason, detail string, n int) {
+	r.reasons(src, url, reason, detail, n, false)
+}
+
+// reasons counts n URLs under reason, as errors too when isError, and
+// keeps url as an example while the reason has few.
+func (r *Report) reasons(src, url, reason, detail string, n int, isError bool) {
 	if r.obs != nil {
-		r.obs.Reason(src, reason, 1, isError)
+		r.obs.Reason(src, reason, n, isError)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range []*Counts{r.source(src), &r.Total} {
-		c.Reasons[reason]++
+		c.Reasons[reason] += n
 		if isError {
-			c.Errors++
+			c.Errors += n
 		}
 	}
 	if r.perCode[reason] < examplesPerReason {
@@ -102,23 +113,6 @@ func (r *Report) Reason(src, url, reason, detail string, isError bool) {
 	}
 }
 
-// ReasonN records n URLs refused for one reason, with one of them as the example.
-func (r *Report) ReasonN(src, url, reason, detail string, n int) {
-	if r.obs != nil {
-		r.obs.Reason(src, reason, n, false)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range []*Counts{r.source(src), &r.Total} {
-		c.Reasons[reason] += n
-	}
-	if r.perCode[reason] < examplesPerReason {
-		r.perCode[reason]++
-		r.Examples = append(r.Examples, Example{URL: url, Source: src, Reason: reason, Detail: detail})
-	}
-}
-
-// Warn records a condition an administrator must know about (robots ignored, TLS unverified).
 func (r *Report) Warn(msg string) {
 	r.mu.Lock()
 	r.Warnings = append(r.Warnings, msg)

@@ -92,12 +92,7 @@ func TestElasticsearchSinkCreatesUpdatesAndDeletesByURLDerivedID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Publish(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishAndClose(t, s)
 	want := []sink.Outcome{sink.Created, sink.Updated, sink.Deleted, sink.NotFound, sink.Created}
 	if got := got.outcomes(); !slices.Equal(got, want) {
 		t.Fatalf("outcomes %v, want %v", got, want)
@@ -193,12 +188,7 @@ func TestElasticsearchSinkRetriesThroughAnOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Publish(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishAndClose(t, s)
 	if b := bulks.Load(); b < 3 {
 		t.Fatalf("want the documents retried after two failed bulk requests, saw %d bulk requests", b)
 	}
@@ -228,12 +218,7 @@ func TestElasticsearchSinkMovesTheAliasFromAnOlderPhysicalIndexInOneStep(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Publish(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishAndClose(t, old)
 	// A new extra field is a new mapping, hence a new physical index.
 	next, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), map[string]string{"extra_section": ""}, nil)
 	if err != nil {
@@ -245,12 +230,7 @@ func TestElasticsearchSinkMovesTheAliasFromAnOlderPhysicalIndexInOneStep(t *test
 	if err := next.Index(ctx, doc("http://example.test/x", "x")); err != nil {
 		t.Fatal(err)
 	}
-	if err := next.Publish(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := next.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishAndClose(t, next)
 	var aliases map[string]any
 	getJSON(t, esURL+"/_alias/"+index, &aliases)
 	if _, ok := aliases[next.PhysicalIndex()]; !ok || len(aliases) != 1 {
@@ -309,5 +289,17 @@ func TestElasticsearchSinkKeepsTheAliasOnTheOldIndexUntilPublished(t *testing.T)
 	getJSON(t, esURL+"/_alias/"+index, &aliases)
 	if _, ok := aliases[old.PhysicalIndex()]; !ok || len(aliases) != 1 {
 		t.Errorf("before Publish the alias points at %v, want only the old %s", aliases, old.PhysicalIndex())
+	}
+}
+
+// publishAndClose ends a sink the way a completed crawl cycle does.
+func publishAndClose(t *testing.T, s *sink.Elasticsearch) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ package sink
 import (
 	"context"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 )
 
@@ -47,4 +48,16 @@ type Sink interface {
 	Publish(ctx context.Context) error
 	// Close flushes and releases resources; it does not publish.
 	Close(ctx context.Context) error
+}
+
+// Opener returns the constructor of the sink cfg names: Elasticsearch when
+// the config has an elasticsearch block, else the file sink. The crawler
+// calls it with the callback that must receive every outcome.
+func Opener(ctx context.Context, cfg *config.Config) func(onResult func(Result)) (Sink, error) {
+	return func(onResult func(Result)) (Sink, error) {
+		if es := cfg.Elasticsearch; es != nil {
+			return NewElasticsearch(ctx, es, cfg.ExtraFields, onResult)
+		}
+		return NewFile(cfg.Output.File, cfg.Output.Index, onResult)
+	}
 }

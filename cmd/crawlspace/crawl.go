@@ -24,20 +24,10 @@ func runCrawl(args []string) int {
 
 // crawlOnce runs one cycle into the configured sink and reports it.
 func crawlOnce(ctx context.Context, cfg *config.Config, set *rules.Set, o output, reportPath string) int {
-	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), o.log)
+	c, err := provider.New(cfg, set, sink.Opener(ctx, cfg), o.log)
 	if err != nil {
 		o.log.Error("cannot start the crawl", "err", err)
 		return exitFailed
 	}
 	return finishCycle(ctx, cfg, c, o, reportPath)
-}
-
-// sinkOpener opens Elasticsearch when the config names it, else the file sink.
-func sinkOpener(ctx context.Context, cfg *config.Config) provider.SinkOpener {
-	return func(onResult func(sink.Result)) (sink.Sink, error) {
-		if es := cfg.Elasticsearch; es != nil {
-			return sink.NewElasticsearch(ctx, es, cfg.ExtraFields, onResult)
-		}
-		return sink.NewFile(cfg.Output.File, cfg.Output.Index, onResult)
-	}
 }

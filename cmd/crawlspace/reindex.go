@@ -6,6 +6,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
+	"github.com/crawlspace/crawlspace/sink"
 )
 
 func init() {
@@ -24,7 +25,7 @@ func runReindex(args []string) int {
 	defer cc.stop()
 	cfg, set, o, ctx := cc.cfg, cc.set, cc.out, cc.ctx
 	log := o.log
-	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
+	c, err := provider.New(cfg, set, sink.Opener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFailed

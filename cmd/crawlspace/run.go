@@ -9,6 +9,7 @@ import (
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/sink"
 )
 
 func init() {
@@ -39,7 +40,7 @@ type serveHooks struct {
 // metrics_addr set, /metrics and the status page are served there.
 func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, reportPath string, hooks serveHooks) int {
 	log, out := o.log, o.summary
-	c, err := provider.New(cfg, set, sinkOpener(ctx, cfg), log)
+	c, err := provider.New(cfg, set, sink.Opener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start the service", "err", err)
 		return exitFailed
