@@ -16,11 +16,25 @@ import (
 // result it collects, and it must not call back into the Frontier.
 
 type op struct {
-	fn   func(*bolt.Tx) error
-	done chan error
+	fn func(*bolt.Tx) error
+	// Exactly one of done and after is set: a synchronous caller waits on
+	// done; an asynchronous one is called back by the finisher goroutine, in
+	// commit order, so the committer never waits for what a callback does.
+	done  chan error
+	after func(error)
 }
 
 const maxBatch = 256
+
+// maxAsync bounds the asynchronous changes submitted but not yet called
+// back: the memory they hold, and how far workers may run ahead of the
+// disk before submit makes them wait.
+const maxAsync = 64
+
+type finished struct {
+	after func(error)
+	err   error
+}
 
 // write runs fn in a durable write transaction and returns once it is
 // committed (or failed).
@@ -36,8 +50,44 @@ func (f *Frontier) write(fn func(*bolt.Tx) error) error {
 	return <-o.done
 }
 
+// submit queues fn for the next write transaction and returns at once;
+// after is called with its outcome once it is committed (or failed). It
+// waits only while maxAsync changes are outstanding.
+func (f *Frontier) submit(fn func(*bolt.Tx) error, after func(error)) error {
+	f.asyncSlots <- struct{}{}
+	f.closeMu.RLock()
+	if f.closed {
+		f.closeMu.RUnlock()
+		<-f.asyncSlots
+		return ErrClosed
+	}
+	f.ops <- &op{fn: fn, after: after}
+	f.closeMu.RUnlock()
+	return nil
+}
+
+// finisher runs the callbacks of asynchronous changes, one at a time in
+// commit order, off the committer.
+func (f *Frontier) finisher() {
+	defer close(f.finisherDone)
+	for d := range f.finished {
+		d.after(d.err)
+		<-f.asyncSlots
+	}
+}
+
+func (o *op) finish(f *Frontier, err error) {
+	if o.after != nil {
+		// Never blocks: at most maxAsync callbacks are outstanding.
+		f.finished <- finished{o.after, err}
+		return
+	}
+	o.done <- err
+}
+
 func (f *Frontier) committer() {
 	defer close(f.committerDone)
+	defer close(f.finished)
 	batch := make([]*op, 0, maxBatch)
 	for o := range f.ops {
 		batch = append(batch[:0], o)
@@ -72,14 +122,14 @@ func (f *Frontier) commit(batch []*op) {
 	if err == nil || failed < 0 {
 		// Success, or the commit itself failed: every op shares the outcome.
 		for _, o := range batch {
-			o.done <- err
+			o.finish(f, err)
 		}
 		return
 	}
-	batch[failed].done <- err
+	batch[failed].finish(f, err)
 	for i, o := range batch {
 		if i != failed {
-			o.done <- f.db.Update(o.fn)
+			o.finish(f, f.db.Update(o.fn))
 		}
 	}
 }

@@ -104,6 +104,7 @@ type Frontier struct {
 	now     func() time.Time
 	cycle   atomic.Uint64
 	histLen int
+	seen    *seenSet
 
 	// closeMu orders senders on ops against Close closing it.
 	closeMu       sync.RWMutex
@@ -111,6 +112,9 @@ type Frontier struct {
 	shut          atomic.Bool
 	ops           chan *op
 	committerDone chan struct{}
+	asyncSlots    chan struct{}
+	finished      chan finished
+	finisherDone  chan struct{}
 
 	// mu guards the scheduling state below. It is never held while waiting
 	// for a write transaction, and write transactions take it only briefly,
@@ -151,8 +155,12 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		policy:        opt.Policy,
 		now:           opt.Now,
 		histLen:       opt.History,
+		seen:          newSeenSet(seenMaxSlots),
 		ops:           make(chan *op, maxBatch),
 		committerDone: make(chan struct{}),
+		asyncSlots:    make(chan struct{}, maxAsync),
+		finished:      make(chan finished, maxAsync),
+		finisherDone:  make(chan struct{}),
 		hosts:         make(map[string]*host),
 		leases:        make(map[string]*Lease),
 		wake:          make(chan struct{}),
@@ -169,6 +177,7 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		return nil, err
 	}
 	go f.committer()
+	go f.finisher()
 	return f, nil
 }
 
@@ -243,6 +252,7 @@ func (f *Frontier) Close() error {
 	close(f.ops)
 	f.closeMu.Unlock()
 	<-f.committerDone
+	<-f.finisherDone
 	f.mu.Lock()
 	close(f.quit)
 	g := f.garbage
@@ -330,77 +340,129 @@ func (it *Item) validate() error {
 // known URL's SeenCycle is brought up to date, and a newer sitemap Lastmod
 // is kept.
 func (f *Frontier) Add(items ...Item) (int, error) {
-	for i := range items {
-		if err := items[i].validate(); err != nil {
-			return 0, err
-		}
-	}
-	if len(items) == 0 {
-		return 0, nil
+	var q queueing
+	if err := q.prepare(f, items); err != nil || q.left == 0 {
+		return 0, err
 	}
 	var (
 		added int
 		eff   effects
 	)
 	err := f.write(func(tx *bolt.Tx) error {
-		added = 0
 		eff.reset()
-		w := newWtx(tx)
-		cur := w.cycle
-		var rec Record
-		for i := range items {
-			it := &items[i]
-			key := w.bytes(it.URL)
-			v := w.u.Get(key)
-			if v == nil {
-				rec = Record{Item: *it, Cycle: cur, SeenCycle: cur}
-				if err := w.enqueue(&rec, key, &eff); err != nil {
-					return err
-				}
-				if err := f.queuedEvent(w, key, it); err != nil {
-					return err
-				}
-				added++
-				continue
-			}
-			if err := decodeRecord(it.URL, v, &rec, false); err != nil {
-				return fmt.Errorf("%w: %s", err, it.URL)
-			}
-			requeue := it.Class == Start && rec.Cycle < cur && rec.State != Waiting
-			newer := it.Lastmod.After(rec.Lastmod)
-			if !requeue && !newer && rec.SeenCycle >= cur {
-				continue
-			}
-			if err := decodeRecord(it.URL, v, &rec, true); err != nil {
-				return fmt.Errorf("%w: %s", err, it.URL)
-			}
-			rec.SeenCycle = cur
-			if newer {
-				rec.Lastmod = it.Lastmod
-			}
-			if !requeue {
-				if err := w.put(key, &rec, rec.Pending != ""); err != nil {
-					return err
-				}
-				continue
-			}
-			rec.Class, rec.Shift, rec.Depth = Start, it.Shift, it.Depth
-			rec.State, rec.Reason, rec.Cycle = Waiting, "", cur
-			if err := w.enqueue(&rec, key, &eff); err != nil {
-				return err
-			}
-			if err := f.queuedEvent(w, key, it); err != nil {
-				return err
-			}
-			added++
-		}
-		return nil
+		var err error
+		added, err = q.apply(newWtx(tx), &eff)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	f.applyQueued(&eff)
+	q.remember()
 	return added, nil
+}
+
+// queueing is one Add: by itself, or inside the transaction that completes
+// the page whose links these are.
+type queueing struct {
+	f     *Frontier
+	items []Item
+	cycle uint64
+	skip  []bool // known this cycle: nothing to do
+	left  int
+}
+
+func (q *queueing) prepare(f *Frontier, items []Item) error {
+	for i := range items {
+		if err := items[i].validate(); err != nil {
+			return err
+		}
+	}
+	*q = queueing{f: f, items: items, cycle: f.cycle.Load(), left: len(items)}
+	// Items that could change nothing are left out: known this cycle, and
+	// neither a Start item (which may be requeued) nor carrying a Lastmod.
+	for i := range items {
+		it := &items[i]
+		if it.Class != Start && it.Lastmod.IsZero() && f.seen.has(q.cycle, it.URL) {
+			if q.skip == nil {
+				q.skip = make([]bool, len(items))
+			}
+			q.skip[i] = true
+			q.left--
+		}
+	}
+	return nil
+}
+
+// apply runs in a write transaction and may run more than once.
+func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
+	f, cur, added := q.f, w.cycle, 0
+	var rec Record
+	for i := range q.items {
+		it := &q.items[i]
+		if q.skip != nil && q.skip[i] && cur == q.cycle {
+			continue
+		}
+		key := w.bytes(it.URL)
+		v := w.u.Get(key)
+		if v == nil {
+			rec = Record{Item: *it, Cycle: cur, SeenCycle: cur}
+			if err := w.enqueue(&rec, key, eff); err != nil {
+				return 0, err
+			}
+			if err := f.queuedEvent(w, key, it); err != nil {
+				return 0, err
+			}
+			added++
+			continue
+		}
+		if err := decodeRecord(it.URL, v, &rec, false); err != nil {
+			return 0, fmt.Errorf("%w: %s", err, it.URL)
+		}
+		requeue := it.Class == Start && rec.Cycle < cur && rec.State != Waiting
+		newer := it.Lastmod.After(rec.Lastmod)
+		if !requeue && !newer && rec.SeenCycle >= cur {
+			continue
+		}
+		if err := decodeRecord(it.URL, v, &rec, true); err != nil {
+			return 0, fmt.Errorf("%w: %s", err, it.URL)
+		}
+		rec.SeenCycle = cur
+		if newer {
+			rec.Lastmod = it.Lastmod
+		}
+		if !requeue {
+			if err := w.put(key, &rec, rec.Pending != ""); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		rec.Class, rec.Shift, rec.Depth = Start, it.Shift, it.Depth
+		rec.State, rec.Reason, rec.Cycle = Waiting, "", cur
+		if err := w.enqueue(&rec, key, eff); err != nil {
+			return 0, err
+		}
+		if err := f.queuedEvent(w, key, it); err != nil {
+			return 0, err
+		}
+		added++
+	}
+	return added, nil
+}
+
+// remember notes, once the transaction is committed, that every item is
+// now known in the cycle.
+func (q *queueing) remember() {
+	if q.f == nil { // nothing was queued
+		return
+	}
+	q.f.seen.add(q.cycle, func(yield func(string) bool) {
+		for i := range q.items {
+			if (q.skip == nil || !q.skip[i]) && !yield(q.items[i].URL) {
+				return
+			}
+		}
+	})
 }
 
 // Exclude records URLs that were found but fall outside the crawl space,
@@ -408,41 +470,55 @@ func (f *Frontier) Add(items ...Item) (int, error) {
 // A URL already known keeps its state. It returns how many URLs were new,
 // so a report counts each refused URL once.
 func (f *Frontier) Exclude(reason string, items ...Item) (int, error) {
-	if reason == "" {
-		return 0, errors.New("frontier: Exclude without a reason")
-	}
-	for i := range items {
-		if err := items[i].validate(); err != nil {
-			return 0, err
-		}
+	if err := checkRefusal(reason, items); err != nil {
+		return 0, err
 	}
 	if len(items) == 0 {
 		return 0, nil
 	}
 	var added int
 	err := f.write(func(tx *bolt.Tx) error {
-		added = 0
-		w := newWtx(tx)
-		for i := range items {
-			key := w.bytes(items[i].URL)
-			if w.u.Get(key) != nil {
-				continue
-			}
-			rec := Record{Item: items[i], State: Excluded, Reason: reason, Cycle: w.cycle, SeenCycle: w.cycle}
-			if err := w.put(key, &rec, false); err != nil {
-				return err
-			}
-			if f.historyOn() {
-				ev := Event{Kind: EventRefused, Reason: reason, Source: items[i].Source, Depth: items[i].Depth, Via: items[i].Via}
-				if err := f.event(w, key, &ev); err != nil {
-					return err
-				}
-			}
-			added++
-		}
-		return nil
+		var err error
+		added, err = f.exclude(newWtx(tx), reason, "", items)
+		return err
 	})
 	return added, err
+}
+
+func checkRefusal(reason string, items []Item) error {
+	if reason == "" {
+		return errors.New("frontier: Exclude without a reason")
+	}
+	for i := range items {
+		if err := items[i].validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exclude runs in a write transaction and may run more than once; detail
+// goes to each new URL's history.
+func (f *Frontier) exclude(w *wtx, reason, detail string, items []Item) (int, error) {
+	added := 0
+	for i := range items {
+		key := w.bytes(items[i].URL)
+		if w.u.Get(key) != nil {
+			continue
+		}
+		rec := Record{Item: items[i], State: Excluded, Reason: reason, Cycle: w.cycle, SeenCycle: w.cycle}
+		if err := w.put(key, &rec, false); err != nil {
+			return 0, err
+		}
+		if f.historyOn() {
+			ev := Event{Kind: EventRefused, Reason: reason, Detail: detail, Source: items[i].Source, Depth: items[i].Depth, Via: items[i].Via}
+			if err := f.event(w, key, &ev); err != nil {
+				return 0, err
+			}
+		}
+		added++
+	}
+	return added, nil
 }
 
 // Get returns a URL's record; InFlight when it is leased.
@@ -597,6 +673,8 @@ func (f *Frontier) Delete(url string) error {
 		return w.u.Delete(key)
 	})
 	cl.release()
+	// A deleted URL must be new to Add again.
+	f.seen.reset()
 	if err != nil {
 		return err
 	}

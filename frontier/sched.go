@@ -479,6 +479,26 @@ type Outcome struct {
 	// History holds more events to append to the URL's history after the
 	// outcome's own (an index write handed to the sink, say).
 	History []Event
+	// Found, when set, holds what the fetched page links to. Its links are
+	// queued as Add queues them and its refused URLs recorded as Exclude
+	// records them, in the transaction that completes the page, so a page
+	// costs its worker one commit. Complete fills in the counts.
+	Found *Found
+}
+
+// Found is what a fetched page links to.
+type Found struct {
+	Links   []Item
+	Refused []Refused
+	Queued  int // set by Complete: how many links were queued
+}
+
+// Refused are URLs a page links to that the crawl space refuses.
+type Refused struct {
+	Reason string
+	Detail string // the deciding rule, say: kept in each new URL's history
+	Items  []Item
+	New    int // set by Complete: how many were seen for the first time
 }
 
 // Complete durably records the outcome of a lease, frees the host's slot
@@ -487,26 +507,127 @@ type Outcome struct {
 // one more temporary error. If the write fails the lease is still held:
 // Complete may be retried, or the lease released.
 func (l *Lease) Complete(o Outcome) error {
+	c, err := l.completion(&o)
+	if err != nil {
+		return err
+	}
+	if err := l.f.write(c.fn); err != nil {
+		return err
+	}
+	c.q.remember()
+	l.done = true
+	f := l.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l.freeSlotLocked(&o, c)
+	c.finishLocked(l)
+	f.working--
+	f.signal()
+	return nil
+}
+
+// CompleteAsync records the outcome as Complete does, but returns once the
+// outcome is queued for the store rather than once it is stored: the host's
+// slot is freed and its delay started at once, so a worker goes on to its
+// next lease while the disk catches up, and many outcomes share each commit.
+// The URL stays leased until done is called, after the commit, with nil, or
+// with the error that kept the outcome from the store; the URL is then
+// queued again, as after Release. done runs on the frontier's own goroutine,
+// one call at a time: it must not call CompleteAsync. Next reports ErrDone
+// only after every done has returned. An error returned by CompleteAsync
+// itself leaves the lease held, as Complete does.
+func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
+	c, err := l.completion(&o)
+	if err != nil {
+		return err
+	}
+	f := l.f
+	f.mu.Lock()
+	l.freeSlotLocked(&o, c)
+	f.mu.Unlock()
+	l.done = true
+	err = f.submit(c.fn, func(err error) {
+		if err == nil {
+			c.q.remember()
+		}
+		f.mu.Lock()
+		if err == nil {
+			c.finishLocked(l)
+		} else {
+			delete(f.leases, l.rec.URL)
+			f.rewind(l.h, l.level, l.seq, f.now())
+		}
+		f.mu.Unlock()
+		done(err)
+		f.mu.Lock()
+		f.working--
+		f.signal()
+		f.mu.Unlock()
+	})
+	if err != nil {
+		// The frontier is closing: give the URL back, as Release would.
+		f.mu.Lock()
+		delete(f.leases, l.rec.URL)
+		f.working--
+		f.rewind(l.h, l.level, l.seq, f.now())
+		f.signal()
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// completion is a checked outcome and the transaction that records it.
+type completion struct {
+	fn  func(*bolt.Tx) error
+	q   queueing
+	eff effects
+	now time.Time
+	pol HostPolicy
+}
+
+func (l *Lease) completion(o *Outcome) (*completion, error) {
 	if l.done {
-		return errLeaseDone
+		return nil, errLeaseDone
 	}
 	switch o.State {
 	case Fetched, Waiting:
 	case Error, Excluded:
 		if o.Reason == "" {
-			return fmt.Errorf("frontier: %s: %s outcome without a reason", l.rec.URL, o.State)
+			return nil, fmt.Errorf("frontier: %s: %s outcome without a reason", l.rec.URL, o.State)
 		}
 	default:
-		return fmt.Errorf("frontier: %s: cannot complete as %s", l.rec.URL, o.State)
+		return nil, fmt.Errorf("frontier: %s: cannot complete as %s", l.rec.URL, o.State)
 	}
 	f := l.f
-	now := f.now()
-	pol := f.policyFor(l.h.key)
-	url := l.rec.URL
-	var eff effects
-	err := f.write(func(tx *bolt.Tx) error {
+	c := &completion{now: f.now(), pol: f.policyFor(l.h.key)}
+	if fd := o.Found; fd != nil {
+		if err := c.q.prepare(f, fd.Links); err != nil {
+			return nil, err
+		}
+		for _, r := range fd.Refused {
+			if err := checkRefusal(r.Reason, r.Items); err != nil {
+				return nil, err
+			}
+		}
+	}
+	url, now, eff, q := l.rec.URL, c.now, &c.eff, &c.q
+	c.fn = func(tx *bolt.Tx) error {
 		eff.reset()
 		w := newWtx(tx)
+		// The links first: a page linking to itself must not see its own
+		// record change after its outcome is written.
+		if fd := o.Found; fd != nil {
+			var err error
+			if fd.Queued, err = q.apply(w, eff); err != nil {
+				return err
+			}
+			for i := range fd.Refused {
+				r := &fd.Refused[i]
+				if r.New, err = f.exclude(w, r.Reason, r.Detail, r.Items); err != nil {
+					return err
+				}
+			}
+		}
 		key := w.bytes(url)
 		v := w.u.Get(key)
 		if v == nil {
@@ -547,38 +668,40 @@ func (l *Lease) Complete(o Outcome) error {
 			}
 		}
 		rec.State = o.State
-		if err := l.events(w, key, &o, now); err != nil {
+		if err := l.events(w, key, o, now); err != nil {
 			return err
 		}
 		if o.State == Waiting {
-			return w.enqueueHad(&rec, key, &eff, hadPending)
+			return w.enqueueHad(&rec, key, eff, hadPending)
 		}
 		return w.put(key, &rec, hadPending)
-	})
-	if err != nil {
-		return err
 	}
-	l.done = true
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.leases, url)
-	f.garbage = append(f.garbage, putQKey(nil, l.id, l.level, l.seq))
+	return c, nil
+}
+
+// freeSlotLocked gives the host its slot back and starts its delay.
+func (l *Lease) freeSlotLocked(o *Outcome, c *completion) {
 	h := l.h
 	h.inflight--
-	f.working--
-	h.pol = pol
+	h.pol = c.pol
 	if !o.NoRequest {
-		if t := now.Add(pol.Delay); t.After(h.readyAt) {
+		if t := c.now.Add(c.pol.Delay); t.After(h.readyAt) {
 			h.readyAt = t
 		}
 	}
 	if o.Backoff.After(h.readyAt) {
 		h.readyAt = o.Backoff
 	}
-	f.applyQueuedLocked(&eff, now)
-	f.place(h, now)
-	f.signal()
-	return nil
+	l.f.place(h, c.now)
+}
+
+// finishLocked ends a lease whose outcome is stored: the URL is free, its
+// queue entry stale, and the URLs the outcome queued are scheduled.
+func (c *completion) finishLocked(l *Lease) {
+	f := l.f
+	delete(f.leases, l.rec.URL)
+	f.garbage = append(f.garbage, putQKey(nil, l.id, l.level, l.seq))
+	f.applyQueuedLocked(&c.eff, c.now)
 }
 
 // Release gives the URL back without an outcome (the worker is stopping):

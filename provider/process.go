@@ -162,11 +162,11 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	}
 	obey := config.Bool(src.cfg.Robots.Obey, true)
 	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
-	if follow && config.Bool(src.cfg.Discovery, true) {
-		c.queueLinks(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
-	}
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
 		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash}
+	if follow && config.Bool(src.cfg.Discovery, true) {
+		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
+	}
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := c.canonical(src, out.Canonical, it); canon != "" {
@@ -227,9 +227,10 @@ func (c *Crawler) unindex(rec frontier.Record, o *frontier.Outcome) *write {
 	return &write{del: true, id: id, url: rec.URL, source: rec.Source}
 }
 
-// queueLinks routes each link to the source whose crawl space holds it and
-// queues it in the class its decision gives.
-func (c *Crawler) queueLinks(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) {
+// found routes each link of a page to the source whose crawl space holds
+// it, for the page's outcome to queue in the class its decision gives, and
+// collects the refused ones, for the outcome to record with their reasons.
+func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) *frontier.Found {
 	items := make([]frontier.Item, 0, len(links))
 	var refused refusals
 	for _, l := range links {
@@ -247,10 +248,21 @@ func (c *Crawler) queueLinks(src *source, from frontier.Item, links []mapping.Li
 		}
 		items = append(items, frontier.Item{URL: nu, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
 	}
-	if _, err := c.front.Add(items...); err != nil {
-		c.log.Error("cannot queue links", "url", from.URL, "source", src.cfg.Name, "err", err)
+	fd := &frontier.Found{Links: items}
+	for reason, items := range refused.byReason {
+		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: refused.rule[reason], Items: items})
 	}
-	c.recordRefusals(&refused)
+	return fd
+}
+
+// reportRefused counts the refused URLs a stored outcome recorded for the
+// first time.
+func (c *Crawler) reportRefused(fd *frontier.Found) {
+	for _, rf := range fd.Refused {
+		if rf.New > 0 {
+			c.report.ReasonN(rf.Items[0].Source, rf.Items[0].URL, rf.Reason, rf.Detail, rf.New)
+		}
+	}
 }
 
 // refusals collects the URLs a page or sitemap lists that the crawl space
@@ -433,22 +445,39 @@ func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *sourc
 	c.complete(lease, outcome, w)
 }
 
-// complete records an outcome and then performs its sink write. A failed
-// store write is logged and the lease released, so the URL is tried again
-// rather than lost, and the sink write is not made.
+// complete records an outcome and, once it is stored, performs its sink
+// write, so the acknowledgement always finds the write recorded as pending.
+// The worker does not wait for the store: the frontier calls back after the
+// commit. An outcome that cannot be stored is logged and its URL queued
+// again rather than lost, and the sink write is not made.
 func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) {
 	if w != nil {
 		o.History = append(o.History, sentEvent(w))
 	}
-	if err := lease.Complete(o); err != nil {
-		c.log.Error("cannot record outcome", "url", lease.Item().URL, "source", lease.Item().Source,
+	it := lease.Item()
+	logFailure := func(err error) {
+		c.log.Error("cannot record outcome", "url", it.URL, "source", it.Source,
 			"state", o.State.String(), "reason", o.Reason, "status", o.Status, "err", err)
+	}
+	err := lease.CompleteAsync(o, func(err error) {
+		if err != nil {
+			logFailure(err)
+			return
+		}
+		if o.Found != nil {
+			c.reportRefused(o.Found)
+		}
+		if w != nil {
+			c.write(w)
+		}
+	})
+	if err != nil {
+		logFailure(err)
 		lease.Release()
-		return
 	}
-	if w == nil {
-		return
-	}
+}
+
+func (c *Crawler) write(w *write) {
 	c.report.expect(w.url, w.source)
 	var err error
 	if w.del {

@@ -47,6 +47,8 @@ func dispatch(args []string) int {
 		usage()
 		return exitUsage
 	}
+	stop := startProfiles()
+	defer stop()
 	return c.run(args[1:])
 }
 
