@@ -1,0 +1,158 @@
+package frontier
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+)
+
+func TestCompleteAsyncStoresTheOutcomeAndItsLinksBeforeCallingBack(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, 0), History: DefaultHistory})
+	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start})
+	l := mustLease(t, f)
+	fd := &Found{
+		Links: []Item{{URL: "http://a.example/b", Source: "s", Depth: 1, Class: IndexFollow, Via: "http://a.example/"},
+			{URL: "http://a.example/", Source: "s", Depth: 1, Class: IndexFollow}},
+		Refused: []Refused{{Reason: "offsite", Detail: "c.yaml:3:5 rules", Items: []Item{{URL: "http://other.example/", Source: "s", Depth: 1}}}},
+	}
+	done := make(chan Record, 1)
+	err := l.CompleteAsync(Outcome{State: Fetched, Status: 200, Hash: "h1", Found: fd}, func(err error) {
+		if err != nil {
+			t.Errorf("done: %v", err)
+		}
+		r, _, _ := f.Get("http://a.example/")
+		done <- r
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.State != Fetched || r.Hash != "h1" {
+		t.Errorf("record seen by the callback: %s %q, want fetched h1", r.State, r.Hash)
+	}
+	if fd.Queued != 1 || fd.Refused[0].New != 1 {
+		t.Errorf("counts: queued %d, refused new %d; want 1 and 1", fd.Queued, fd.Refused[0].New)
+	}
+	if r := mustGet(t, f, "http://a.example/b"); r.State != Waiting || r.Via != "http://a.example/" {
+		t.Errorf("link: %s via %q", r.State, r.Via)
+	}
+	r := mustGet(t, f, "http://other.example/")
+	if r.State != Excluded || r.Reason != "offsite" {
+		t.Errorf("refused: %s %q", r.State, r.Reason)
+	}
+	evs, err := f.History("http://other.example/")
+	if err != nil || len(evs) != 1 || evs[0].Kind != EventRefused || evs[0].Detail != "c.yaml:3:5 rules" {
+		t.Errorf("refused URL's history = %+v, %v; want one refusal naming the rule", evs, err)
+	}
+	if l := mustLease(t, f); l.Item().URL != "http://a.example/b" {
+		t.Errorf("next lease %s, want the queued link", l.Item().URL)
+	}
+}
+
+func TestNextIsNotDoneWhileAnAsynchronousOutcomeIsBeingFinished(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, 0)})
+	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start})
+	l := mustLease(t, f)
+	inDone, release := make(chan struct{}), make(chan struct{})
+	fd := &Found{Links: []Item{{URL: "http://a.example/b", Source: "s", Depth: 1, Class: IndexFollow}}}
+	if err := l.CompleteAsync(Outcome{State: Fetched, Status: 200, Found: fd}, func(error) {
+		close(inDone)
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-inDone
+	// The link is queued, but the crawl is not over while the callback runs.
+	l2, _, err := f.TryNext()
+	if errors.Is(err, ErrDone) {
+		t.Fatal("TryNext reported ErrDone while a callback was running")
+	}
+	if l2 == nil {
+		t.Fatalf("TryNext = nil, %v; want the queued link", err)
+	}
+	mustComplete(t, l2, Outcome{State: Fetched, Status: 200})
+	if _, _, err := f.TryNext(); errors.Is(err, ErrDone) {
+		t.Fatal("ErrDone before the first lease's callback returned")
+	}
+	close(release)
+	// Next waits for the callback to return, then reports the end.
+	if l, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
+		t.Fatalf("Next after the callback = %v, %v; want ErrDone", l, err)
+	}
+}
+
+func TestCompleteAsyncThatCannotBeStoredQueuesTheURLAgain(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, 0)})
+	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start})
+	l := mustLease(t, f)
+	got := make(chan error, 1)
+	// An edit that breaks the record fails the transaction.
+	bad := Outcome{State: Fetched, Status: 200, Edit: func(r *Record) { r.Depth = -1 }}
+	if err := l.CompleteAsync(bad, func(err error) { got <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err == nil {
+		t.Fatal("done(nil) for an outcome that could not be stored")
+	}
+	if r := mustGet(t, f, "http://a.example/"); r.State != Waiting {
+		t.Errorf("state after a failed outcome: %s, want waiting", r.State)
+	}
+	if l := mustLease(t, f); l.Item().URL != "http://a.example/" {
+		t.Errorf("leased %s, want the URL again", l.Item().URL)
+	}
+}
+
+func TestAddQueuesAURLAgainAfterItWasDeletedInTheSameCycle(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, 0)})
+	it := Item{URL: "http://a.example/x", Source: "s", Class: IndexFollow}
+	if n := mustAdd(t, f, it); n != 1 {
+		t.Fatalf("first Add = %d", n)
+	}
+	if n := mustAdd(t, f, it); n != 0 {
+		t.Fatalf("second Add of a known URL = %d, want 0", n)
+	}
+	l := mustLease(t, f)
+	mustComplete(t, l, Outcome{State: Error, Reason: "http_404", Status: 404})
+	if err := f.Delete(it.URL); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustAdd(t, f, it); n != 1 {
+		t.Errorf("Add after Delete = %d, want 1: the seen set must forget deleted URLs", n)
+	}
+}
+
+func TestSeenSetStaysCorrectWhenItFillsUpAndWhenTheCycleChanges(t *testing.T) {
+	s := newSeenSet(1 << 12)
+	urls := func(from, to int) func(func(string) bool) {
+		return func(yield func(string) bool) {
+			for i := from; i < to; i++ {
+				if !yield("http://a.example/" + string(rune('a'+i%26)) + "/" + strconv.Itoa(i)) {
+					return
+				}
+			}
+		}
+	}
+	s.add(1, urls(0, 10000)) // more than the set holds: it starts over when full
+	recent := 0
+	for u := range urls(9000, 10000) {
+		if s.has(1, u) {
+			recent++
+		}
+	}
+	if recent == 0 {
+		t.Error("the most recent URLs were all forgotten")
+	}
+	if s.has(1, "http://a.example/never") {
+		t.Error("has reports a URL never added")
+	}
+	last := "http://a.example/" + string(rune('a'+9999%26)) + "/9999"
+	if !s.has(1, last) {
+		t.Errorf("the last URL added, %s, is not reported seen", last)
+	}
+	if s.has(2, last) {
+		t.Error("a URL seen in cycle 1 is reported seen in cycle 2")
+	}
+	if s.n*4 > len(s.slots)*3 || len(s.slots) > 1<<12 {
+		t.Errorf("set over its bounds: %d in %d slots", s.n, len(s.slots))
+	}
+}
