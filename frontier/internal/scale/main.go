@@ -35,6 +35,7 @@ func main() {
 	boltMode := flag.String("bolt", "tuned", "tuned (the package's options) or stock (bbolt defaults)")
 	dir := flag.String("dir", "", "state directory (default: a new temporary one, removed after)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the pop phase")
+	pop := flag.Int("pop", -1, "leases to complete after the insert (default: every URL)")
 	cycles := flag.Int("cycles", 0, "refresh cycles after the first pass: RequeueDue of every URL, then fetch all again")
 	flag.Parse()
 
@@ -141,6 +142,9 @@ func main() {
 	start = time.Now()
 	parallel(*workers, func() {
 		for {
+			if *pop >= 0 && popped.Load() >= int64(*pop) {
+				return
+			}
 			l, err := f.Next(context.Background())
 			if err != nil {
 				return
