@@ -119,7 +119,7 @@ type attr struct {
 // parser holds the state of one Extract call; parsers are pooled.
 type parser struct {
 	x *Extractor
-	z *html.Tokenizer
+	z lexer
 
 	stack     []elem
 	removed   int // removed elements open
@@ -166,7 +166,7 @@ type parser struct {
 
 func (p *parser) reset(x *Extractor) {
 	p.x = x
-	p.z = nil
+	p.z.reset(nil)
 	p.stack = p.stack[:0]
 	p.removed, p.foreign, p.inert, p.pre, p.heading = 0, 0, 0, 0, 0
 	p.openP, p.openLi, p.openDd, p.openA = 0, 0, 0, 0
@@ -204,12 +204,13 @@ func (p *parser) reset(x *Extractor) {
 
 // run reads the whole page.
 func (p *parser) run(body []byte) {
-	z := html.NewTokenizer(bytes.NewReader(body))
-	p.z = z
+	z := &p.z
+	z.reset(body)
 	for {
 		switch tt := z.Next(); tt {
 		case html.ErrorToken:
 			p.popTo(0)
+			z.reset(nil) // a pooled parser must not keep the page
 			return
 		case html.TextToken:
 			p.text(z.Text())

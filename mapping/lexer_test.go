@@ -1,0 +1,125 @@
+package mapping
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// tokens lists a page's tokens as the parser sees them: type, raw bytes,
+// and the text of text and comment tokens.
+func tokens(next func() html.TokenType, raw, text func() []byte) []string {
+	var out []string
+	for len(out) < 100000 {
+		tt := next()
+		if tt == html.ErrorToken {
+			return out
+		}
+		s := fmt.Sprintf("%v raw=%q", tt, raw())
+		if tt == html.TextToken || tt == html.CommentToken {
+			s += fmt.Sprintf(" text=%q", text())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func tokenizerTokens(page []byte) []string {
+	z := html.NewTokenizer(bytes.NewReader(page))
+	return tokens(z.Next, z.Raw, z.Text)
+}
+
+func lexerTokens(page []byte) []string {
+	var z lexer
+	z.reset(page)
+	return tokens(z.Next, z.Raw, z.Text)
+}
+
+func compareTokens(t *testing.T, name string, page []byte) {
+	t.Helper()
+	want, got := tokenizerTokens(page), lexerTokens(page)
+	for i := range max(len(want), len(got)) {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			t.Errorf("%s: token %d:\n lexer     %s\n tokenizer %s", name, i, g, w)
+			return
+		}
+	}
+}
+
+func TestLexerGivesTheTokenizersTokensOnEveryGoldenPage(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "testdata", "pages", "*.html"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no golden pages: %v", err)
+	}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareTokens(t, filepath.Base(p), b)
+	}
+	compareTokens(t, "benchPage", benchPage())
+}
+
+var lexerCases = []string{
+	"", "<", "a<", "</", "a</", "<!", "<!-", "<!--", "<!-->", "<!--->", "<!---->", "<!-- a -- b -->",
+	"<!-- a --!> b", "<!-- a --!", "<!-- a --", "<!-- a -", "<!--a--!-b-->", "<?xml version=1?>x",
+	"</>x", "</3>x", "</ a>x", "<!DOCTYPE html>x", "<!doctype>", "<![CDATA[x>y]]>", "a < b > c",
+	"<a href='x>y' title=\"a>b\" c=d>t</a >", "<a b=>c", "<a =b>c", "<a b = 'c' / >d", "<br/>", "<br / >",
+	"<a href=x/>", "<a\nhref\n=\n'x'\n>", "<p>a&amp;b&lt;c&notit; &#x41;&#65</p>", "a\r\nb\rc\n", "a\r\n&amp;\rb&lt;", "&amp&ampx&rsaquo&#x41;",
+	"<title>a &amp; <b>b</b></title>x", "<textarea>a&lt;</textarea>", "<style>a</b>&amp;</style >x",
+	"<script>a</script>b", "<script>a</scriptx></script>b", "<script>a<!-- b </script> c",
+	"<script>a<!-- <script> </script> c --> d</script>e", "<script><!--></script>x", "<script/>a</script>b",
+	"<SCRIPT>a</Script>b", "<plaintext>a</plaintext>b", "<xmp><b></xmp>", "<iframe><p>x</iframe>y",
+	"<noscript><p>x</noscript>", "<title>unclosed", "<a href='unclosed", "<a b", "<a\x00b>c\x00d",
+	"<!--\x00-->", "<style>\x00</style>", "<div<p>x", "<a/b/c>", "<p>x</p/>", "<ab-c d_e=1>",
+}
+
+func TestLexerGivesTheTokenizersTokensOnEdgeCases(t *testing.T) {
+	for _, c := range lexerCases {
+		compareTokens(t, fmt.Sprintf("%q", c), []byte(c))
+	}
+}
+
+func FuzzLexerAgainstTokenizer(f *testing.F) {
+	for _, c := range lexerCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		compareTokens(t, "fuzz", page)
+	})
+}
+
+func BenchmarkLexer(b *testing.B) {
+	page := benchPage()
+	b.SetBytes(int64(len(page)))
+	var z lexer
+	for b.Loop() {
+		z.reset(page)
+		for z.Next() != html.ErrorToken {
+			_ = z.Text()
+		}
+	}
+}
+
+func BenchmarkTokenizer(b *testing.B) {
+	page := benchPage()
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		z := html.NewTokenizer(bytes.NewReader(page))
+		for z.Next() != html.ErrorToken {
+			_ = z.Text()
+		}
+	}
+}
