@@ -18,10 +18,9 @@ import (
 // distinct LinkKeys of the URLs it leads to, 8 bytes each. Hashes, not URLs:
 // the walk from the roots goes from hash to hash without ever decoding a URL,
 // a link costs 8 bytes whatever its length, and the walk's memory is one set
-// of 8-byte keys. Two URLs with the same 64-bit hash (about one chance in
-// 10^7 among a million URLs) would at worst make a page look linked, or
-// share a list of links; the provider's checks never let a missing list
-// delete anything.
+// of 8-byte keys. Two URLs with the same 64-bit hash (one chance in about
+// 37 million among a million URLs) would make one look linked when the
+// other is, or the links stored for one stand for the other's.
 
 var bucketLinks = []byte("l")
 
