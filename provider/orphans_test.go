@@ -451,3 +451,31 @@ func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.
 	}
 	wantIndexed(t, esURL, index, door.URL, "/", "/b", "/d", "/e", "/f", "/new")
 }
+
+func TestOrphansFoundWhenEveryPageIsReadWholeAgain(t *testing.T) {
+	esURL, index := estest.URL(t), estest.Index(t)
+	site, door := orphanSite(t)
+	site.mu.Lock()
+	for _, p := range site.pages {
+		p.noValidators = true // no 304: every due page answers 200 and its links are read again
+	}
+	site.mu.Unlock()
+	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
+	again(t, c)
+
+	unlinkCAndD(site)
+	site.mu.Lock()
+	for _, p := range site.pages {
+		p.noValidators = true
+	}
+	site.mu.Unlock()
+	letMaxAgePass()
+	r := again(t, c)
+	if site.notMod.Load() != 0 {
+		t.Fatalf("%d answers were 304; this test needs every page read whole", site.notMod.Load())
+	}
+	if r.Total.Orphans != 2 || r.Total.Reasons["orphan"] != 2 {
+		t.Errorf("second crawl: %+v, want c and d deleted as orphans", r.Total)
+	}
+	wantIndexed(t, esURL, index, door.URL, "/", "/b", "/e", "/f")
+}
