@@ -183,7 +183,7 @@ func Open(dir string, opt Options) (*Frontier, error) {
 
 func (f *Frontier) init() error {
 	err := f.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory} {
+		for _, name := range [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory, bucketLinks} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -336,9 +336,10 @@ func (it *Item) validate() error {
 // Add queues the items that are new in one transaction and returns how many
 // were queued. A URL already known keeps its state, whatever it is (FDSE:
 // the original state takes precedence); only a Start item given again in a
-// later cycle than the one its URL was last queued in is queued again. A
-// known URL's SeenCycle is brought up to date, and a newer sitemap Lastmod
-// is kept.
+// later cycle than the one its URL was last queued in is queued again, and
+// so is an orphan that was excluded for being one (Record.Orphan): a new
+// link brings it back. A known URL's SeenCycle is brought up to date, and a
+// newer sitemap Lastmod is kept.
 func (f *Frontier) Add(items ...Item) (int, error) {
 	var q queueing
 	if err := q.prepare(f, items); err != nil || q.left == 0 {
@@ -419,7 +420,8 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 		if err := decodeRecord(it.URL, v, &rec, false); err != nil {
 			return 0, fmt.Errorf("%w: %s", err, it.URL)
 		}
-		requeue := it.Class == Start && rec.Cycle < cur && rec.State != Waiting
+		requeue := it.Class == Start && rec.Cycle < cur && rec.State != Waiting ||
+			rec.State == Excluded && rec.Orphan
 		newer := it.Lastmod.After(rec.Lastmod)
 		if !requeue && !newer && rec.SeenCycle >= cur {
 			continue
@@ -437,8 +439,8 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 			}
 			continue
 		}
-		rec.Class, rec.Shift, rec.Depth = Start, it.Shift, it.Depth
-		rec.State, rec.Reason, rec.Cycle = Waiting, "", cur
+		rec.Class, rec.Shift, rec.Depth = it.Class, it.Shift, it.Depth
+		rec.State, rec.Reason, rec.Cycle, rec.Orphan = Waiting, "", cur, false
 		if err := w.enqueue(&rec, key, eff); err != nil {
 			return 0, err
 		}
@@ -668,6 +670,9 @@ func (f *Frontier) Delete(url string) error {
 			return err
 		}
 		if err := dropHistory(tx, key); err != nil {
+			return err
+		}
+		if err := w.dropLinks(url); err != nil {
 			return err
 		}
 		return w.u.Delete(key)

@@ -43,11 +43,12 @@ const (
 	EventWriteSent                        // an index write handed to the sink (Reason: index or delete)
 	EventWriteDone                        // the sink acknowledged it (Reason: created, updated, deleted…)
 	EventWriteFailed                      // the sink rejected it for good (Status, Detail)
+	EventOrphan                           // found unlinked, or linked again (Reason: the policy's action, or linked)
 	numEventKinds
 )
 
 var eventNames = [numEventKinds]string{"", "queued", "refused", "requeued", "dropped", "fetched",
-	"error", "excluded", "retry", "write_sent", "write_done", "write_failed"}
+	"error", "excluded", "retry", "write_sent", "write_done", "write_failed", "orphan"}
 
 func (k EventKind) String() string {
 	if k > 0 && k < numEventKinds {

@@ -144,6 +144,12 @@ type Record struct {
 	// last cycle Add was called with it (a link, a start URL, a sitemap).
 	Cycle     uint64
 	SeenCycle uint64
+	// HasLinks says the page's outlinks are stored (see Outcome.ReadLinks):
+	// without them, what the page links is unknown.
+	HasLinks bool
+	// Orphan marks a page no chain of stored links reaches from its
+	// source's roots any more, as last found (see Reach).
+	Orphan bool
 
 	qseq uint64 // sequence of its queue entry while Waiting
 }
@@ -156,6 +162,8 @@ const recVersion = 1
 
 const (
 	flagIndexed = 1 << iota
+	flagHasLinks
+	flagOrphan
 )
 
 const hopsShift = 8
@@ -169,6 +177,12 @@ func appendRecord(b []byte, r *Record) []byte {
 	flags := uint64(r.Hops) << hopsShift
 	if r.Indexed {
 		flags |= flagIndexed
+	}
+	if r.HasLinks {
+		flags |= flagHasLinks
+	}
+	if r.Orphan {
+		flags |= flagOrphan
 	}
 	for _, v := range [...]uint64{uint64(r.Depth), uint64(r.Status), uint64(r.ErrCount),
 		uint64(r.TempErrCount), flags, r.Cycle, r.SeenCycle, r.qseq} {
@@ -247,6 +261,8 @@ func decodeRecord(url string, b []byte, r *Record, strs bool) error {
 	r.TempErrCount = int(d.uvarint())
 	flags := d.uvarint()
 	r.Indexed = flags&flagIndexed != 0
+	r.HasLinks = flags&flagHasLinks != 0
+	r.Orphan = flags&flagOrphan != 0
 	r.Hops = int(flags >> hopsShift)
 	r.Cycle = d.uvarint()
 	r.SeenCycle = d.uvarint()

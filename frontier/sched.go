@@ -302,6 +302,11 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 		}
 	}()
 	for {
+		// An ended ctx wins over ready work: a worker that releases its
+		// lease on cancellation would otherwise be handed it straight back.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		f.mu.Lock()
 		l, wait, err := f.tryNextLocked()
 		woken := f.wake
@@ -479,6 +484,13 @@ type Outcome struct {
 	// History holds more events to append to the URL's history after the
 	// outcome's own (an index write handed to the sink, say).
 	History []Event
+	// ReadLinks replaces the page's stored outlinks with Links (none when
+	// empty), in the same transaction, and sets Record.HasLinks; without it
+	// the stored ones stay, as for a 304 or an error that says nothing of
+	// the page. Links are the LinkKey of each URL the page leads to (links,
+	// a redirect or canonical target); Complete sorts them in place.
+	ReadLinks bool
+	Links     []uint64
 	// Found, when set, holds what the fetched page links to. Its links are
 	// queued as Add queues them and its refused URLs recorded as Exclude
 	// records them, in the transaction that completes the page, so a page
@@ -610,6 +622,9 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 			}
 		}
 	}
+	if o.ReadLinks {
+		o.Links = compactLinks(o.Links)
+	}
 	url, now, eff, q := l.rec.URL, c.now, &c.eff, &c.q
 	c.fn = func(tx *bolt.Tx) error {
 		eff.reset()
@@ -668,6 +683,12 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 			}
 		}
 		rec.State = o.State
+		if o.ReadLinks {
+			rec.HasLinks = true
+			if err := w.putLinks(url, o.Links); err != nil {
+				return err
+			}
+		}
 		if err := l.events(w, key, o, now); err != nil {
 			return err
 		}

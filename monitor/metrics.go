@@ -66,6 +66,8 @@ type Metrics struct {
 	cycleSeconds  prometheus.Gauge
 	cycleEnd      prometheus.Gauge
 	nextDiscovery *prometheus.GaugeVec
+	orphans       *prometheus.GaugeVec
+	orphansKept   *prometheus.GaugeVec
 
 	sources sync.Map // source name -> *sourceMetrics
 }
@@ -114,7 +116,11 @@ func NewMetrics(version string, sources []string) *Metrics {
 	m.cycleEnd = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "last_cycle_end_timestamp_seconds", Help: "When the last cycle finished, in Unix seconds."})
 	m.nextDiscovery = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "next_discovery_timestamp_seconds",
 		Help: "When each source's start URLs, sitemaps and feeds are next visited, in Unix seconds."}, []string{"source"})
-	m.reg.MustRegister(m.bulkLatency, m.bulkFailures, m.cycles, m.cycleFailures, m.cycleSeconds, m.cycleEnd, m.nextDiscovery)
+	m.orphans = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "orphans",
+		Help: "Indexed pages no link reaches any more from the source's start URLs, sitemaps or feeds, as last found (at the end of a cycle that visited them and could decide)."}, []string{"source"})
+	m.orphansKept = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "orphans_kept",
+		Help: "Of those orphans, how many the source's orphans policy left in the index (keep, or recheck and still served)."}, []string{"source"})
+	m.reg.MustRegister(m.bulkLatency, m.bulkFailures, m.cycles, m.cycleFailures, m.cycleSeconds, m.cycleEnd, m.nextDiscovery, m.orphans, m.orphansKept)
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
 		Help: "Build information; the value is 1.", ConstLabels: prometheus.Labels{"version": version}})
 	info.Set(1)
@@ -189,6 +195,12 @@ func (m *Metrics) Bulk(took time.Duration, status int, err error) {
 	if err != nil || status >= 300 {
 		m.bulkFailures.Inc()
 	}
+}
+
+// Orphans implements provider.Observer.
+func (m *Metrics) Orphans(source string, found, kept int) {
+	m.orphans.WithLabelValues(source).Set(float64(found))
+	m.orphansKept.WithLabelValues(source).Set(float64(kept))
 }
 
 // CycleDone records a finished cycle and when each source is next discovered.

@@ -351,6 +351,9 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.work(ctx); err != nil {
 		return err
 	}
+	if err := c.orphans(ctx, discover); err != nil {
+		return err
+	}
 	return c.front.PutMeta(metaCycleDone, strconv.AppendUint(nil, cycle, 10))
 }
 
@@ -445,6 +448,10 @@ func (c *Crawler) reapplyIfChanged() error {
 // deletions it decides are sent by resumePending.
 func (c *Crawler) Reapply() error {
 	dropped, requeued, err := c.front.Reapply(func(r frontier.Record) frontier.Verdict {
+		if r.State == frontier.Excluded && r.Orphan {
+			// Excluded for want of a link, not by the config: a link brings it back.
+			return frontier.Verdict{Reason: reasonOrphan}
+		}
 		src := c.sources[r.Source]
 		if src == nil {
 			return frontier.Verdict{Reason: "source_removed"}

@@ -15,8 +15,11 @@ import (
 // in the config, and with use_sitemaps those robots.txt names for the start
 // URLs' hosts. Child sitemaps of an index are followed to max_depth. Every
 // URL passes the crawl space like a link; a file that cannot be read or
-// parsed costs its own URLs only, with its reason in the report.
+// parsed costs its own URLs only, with its reason in the report. The URLs
+// listed are stored as roots for finding orphans (storeListed).
 func (c *Crawler) discoverListed(ctx context.Context, src *source) {
+	var listed []uint64
+	whole := true // every file was read whole
 	type file struct {
 		url   string
 		depth int
@@ -37,6 +40,7 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 			}
 			r, err := c.robots.Get(ctx, hu)
 			if err != nil {
+				whole = false // the sitemaps it names are unknown
 				continue
 			}
 			for _, sm := range r.Sitemaps() {
@@ -56,19 +60,23 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 		seen[fu] = true
 		res, err := c.fetchListing(ctx, src, fu, lim)
 		if res == nil {
+			whole = false
 			c.report.Reason(src.cfg.Name, fu, "sitemap_failed", err.Error(), true)
 			c.log.Info("sitemap or feed not read", "url", fu, "source", src.cfg.Name, "reason", "sitemap_failed", "err", err)
 			continue
 		}
 		if err != nil {
 			// Partial results are kept: a file broken half-way still lists its first half.
+			whole = false
 			c.report.Reason(src.cfg.Name, fu, "sitemap_malformed", err.Error(), false)
 		}
 		if res.Truncated != "" {
+			whole = false
 			c.report.Reason(src.cfg.Name, fu, "sitemap_"+res.Truncated, "", false)
 		}
 		for _, child := range res.Sitemaps {
 			if f.depth+1 > lim.MaxDepth {
+				whole = false
 				c.report.Reason(src.cfg.Name, child.URL, "sitemap_max_depth", fu, false)
 				continue
 			}
@@ -87,6 +95,7 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 				continue
 			}
 			items = append(items, frontier.Item{URL: nu, Source: to.Name, Class: classOf(d), Shift: d.Priority, Lastmod: e.Lastmod})
+			listed = append(listed, frontier.LinkKey(nu))
 		}
 		c.recordRefusals(&refused)
 		n, err := c.front.Add(items...)
@@ -95,6 +104,9 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 			continue
 		}
 		c.log.Debug("sitemap read", "url", fu, "source", src.cfg.Name, "kind", res.Kind.String(), "urls", len(res.URLs), "queued", n)
+	}
+	if ctx.Err() == nil {
+		c.storeListed(src, listed, whole)
 	}
 }
 

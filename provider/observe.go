@@ -29,6 +29,10 @@ type Observer interface {
 	// Bulk: one request to the Elasticsearch _bulk API answered with
 	// status, or failed with err, after took.
 	Bulk(took time.Duration, status int, err error)
+	// Orphans: the orphans of source found as a cycle ended, and how many
+	// of them its orphans policy left in the index; called only for a
+	// source whose orphans that cycle decided.
+	Orphans(source string, found, kept int)
 }
 
 // Document outcomes as the report counts them.

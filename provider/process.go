@@ -85,7 +85,9 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
 	// A lease's record always reads InFlight: what the URL holds is told by
 	// its bookkeeping. A write still pending must fetch the page whole.
-	conditional := rec.Indexed && rec.Pending == "" && (rec.ETag != "" || rec.LastModified != "" || !rec.FetchedAt.IsZero())
+	// A page whose links were never stored is read whole, or its links
+	// would stay unknown and no orphan could be decided.
+	conditional := rec.Indexed && rec.Pending == "" && rec.HasLinks && (rec.ETag != "" || rec.LastModified != "" || !rec.FetchedAt.IsZero())
 	if conditional {
 		if rec.ETag != "" {
 			hdr.Set("If-None-Match", rec.ETag)
@@ -163,14 +165,17 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	obey := config.Bool(src.cfg.Robots.Obey, true)
 	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
-		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash}
+		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
+		ReadLinks: true}
 	if follow && config.Bool(src.cfg.Discovery, true) {
 		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
+		outcome.Links = linkKeys(outcome.Found.Links)
 	}
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := c.canonical(src, out.Canonical, it); canon != "" {
 		outcome.Target = canon
+		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
 		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
 		w := c.unindex(rec, &outcome)
 		c.complete(lease, outcome, w)
@@ -253,6 +258,16 @@ func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, o
 		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: refused.rule[reason], Items: items})
 	}
 	return fd
+}
+
+// linkKeys are the page's outlinks as the frontier stores them: every URL
+// it leads to within the crawl space, queued now or known already.
+func linkKeys(items []frontier.Item) []uint64 {
+	out := make([]uint64, len(items))
+	for i := range items {
+		out[i] = frontier.LinkKey(items[i].URL)
+	}
+	return out
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
@@ -355,9 +370,10 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 		c.httpError(lease, rec, src, res.status, res.header, "too_many_redirects")
 		return
 	}
-	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target}
+	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target, ReadLinks: true}
 	to, d := c.rules.Route(target, it.Depth, src.rules)
 	if d.Crawl {
+		outcome.Links = []uint64{frontier.LinkKey(target)}
 		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1, Via: it.URL}
 		if _, err := c.front.Add(next); err != nil {
 			c.log.Error("cannot queue redirect target", "url", target, "source", src.cfg.Name, "err", err)
@@ -451,6 +467,7 @@ func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *sourc
 // commit. An outcome that cannot be stored is logged and its URL queued
 // again rather than lost, and the sink write is not made.
 func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) {
+	linksGone(&o, lease.Record())
 	if w != nil {
 		o.History = append(o.History, sentEvent(w))
 	}

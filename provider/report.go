@@ -29,6 +29,13 @@ type Counts struct {
 	IndexFailures int `json:"index_failures"`
 	// Reasons counts URLs that were skipped, excluded or failed, by reason code.
 	Reasons map[string]int `json:"reasons"`
+	// Orphans counts indexed pages no link reaches any more from the start
+	// URLs, sitemaps or feeds, found as a cycle that visited them ended;
+	// OrphansKept those still in the index after the source's orphans
+	// policy. The others are in Deleted, under reason "orphan" (policy
+	// delete) or the status a recheck got.
+	Orphans     int `json:"orphans"`
+	OrphansKept int `json:"orphans_kept"`
 }
 
 // Example is one URL behind a reason, so an administrator can look at it.
@@ -123,6 +130,17 @@ func (r *Report) fetched(src string, status, bytes int, took time.Duration) {
 	r.add(src, func(c *Counts) { c.Fetched++ })
 	if r.obs != nil {
 		r.obs.Fetched(src, status, bytes, took)
+	}
+}
+
+// orphans counts a source's orphans and those left in the index; the
+// observer hears of a source that has none too.
+func (r *Report) orphans(src string, found, kept int) {
+	if found > 0 {
+		r.add(src, func(c *Counts) { c.Orphans += found; c.OrphansKept += kept })
+	}
+	if r.obs != nil {
+		r.obs.Orphans(src, found, kept)
 	}
 }
 
@@ -230,6 +248,9 @@ func (r *Report) Summary(w io.Writer) {
 	line := func(name string, c *Counts) {
 		fmt.Fprintf(w, "  %-12s fetched %d, created %d, updated %d, unchanged %d, deleted %d, written %d, errors %d\n",
 			name, c.Fetched, c.Created, c.Updated, c.Unchanged, c.Deleted, c.Written, c.Errors)
+		if c.Orphans > 0 {
+			fmt.Fprintf(w, "  %-12s orphans %d, kept %d\n", "", c.Orphans, c.OrphansKept)
+		}
 		codes := make([]string, 0, len(c.Reasons))
 		for k := range c.Reasons {
 			codes = append(codes, k)

@@ -56,6 +56,9 @@ type urlStatus struct {
 	Target       string    `json:"target,omitempty"`
 	Lastmod      time.Time `json:"sitemap_lastmod,omitzero"`
 	Via          string    `json:"found_on,omitempty"`
+	// Orphan: no link reaches the URL any more from its source's start
+	// URLs, sitemaps or feeds, as the last cycle that looked found.
+	Orphan bool `json:"orphan,omitempty"`
 	// Decision is what the current configuration decides for the URL.
 	Decision *explanation `json:"decision,omitempty"`
 	// History is what happened to the URL, oldest first: the last
@@ -214,7 +217,7 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontie
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
 		Indexed: r.Indexed, DocID: r.DocID, Pending: r.Pending, Target: r.Target, Lastmod: r.Lastmod, Via: r.Via,
-		Decision: &e, History: historyOf(evs)}
+		Orphan: r.Orphan, Decision: &e, History: historyOf(evs)}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -258,6 +261,9 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 		idx += ", document held by " + st.Target
 	}
 	fmt.Fprintf(w, "  %s\n", idx)
+	if st.Orphan {
+		fmt.Fprintln(w, "  an orphan: no link reaches it from the start URLs, sitemaps or feeds")
+	}
 	if d := st.Decision; d != nil {
 		fmt.Fprintf(w, "  the configuration now: crawl %s, index %s, follow %s, reason %s, rule %s\n",
 			yesNo(d.Crawl), yesNo(d.Index), yesNo(d.Follow), dash(d.Reason), dash(d.Rule))

@@ -3,7 +3,8 @@
 //
 //	go run ./frontier/internal/scale -n 1000000 -hosts 1000
 //
-// -bolt stock runs with bbolt's default options, for before/after figures.
+// -bolt stock runs with bbolt's default options, for before/after figures;
+// -links N stores N outlinks with each completion and times a walk over them.
 package main
 
 import (
@@ -37,6 +38,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the pop phase")
 	pop := flag.Int("pop", -1, "leases to complete after the insert (default: every URL)")
 	cycles := flag.Int("cycles", 0, "refresh cycles after the first pass: RequeueDue of every URL, then fetch all again")
+	links := flag.Int("links", 0, "outlinks stored with each completion (Outcome.ReadLinks), as a page's in-scope links")
 	flag.Parse()
 
 	if *dir == "" {
@@ -66,6 +68,9 @@ func main() {
 		log.Fatal(err)
 	}
 	pages := (*n + *page - 1) / *page
+	urlOf := func(i int) string {
+		return fmt.Sprintf("https://www%d.example.org/docs/section-%d/page-%d.html", i / *page % *hosts, i%53, i)
+	}
 	var next atomic.Int64
 	start := time.Now()
 	parallel(*workers, func() {
@@ -79,7 +84,7 @@ func main() {
 			host := p % *hosts
 			for i := p * *page; i < min((p+1)**page, *n); i++ {
 				it := frontier.Item{
-					URL:    fmt.Sprintf("https://www%d.example.org/docs/section-%d/page-%d.html", host, i%53, i),
+					URL:    urlOf(i),
 					Source: "scale", Depth: 4, Class: frontier.IndexFollow,
 				}
 				if *via {
@@ -131,6 +136,22 @@ func main() {
 	fmt.Printf("%-14s %v (rebuilds %d hosts' queues)\n", "open", time.Since(start).Round(time.Millisecond), f.Stats().Hosts)
 
 	var popped atomic.Int64
+	complete := func(l *frontier.Lease, out []uint64) error {
+		o := frontier.Outcome{State: frontier.Fetched, Status: 200,
+			ETag: `"5f3c-62a1b7c0e2d40"`, LastModified: "Tue, 11 Mar 2025 09:12:44 GMT",
+			Hash: "9f86d081884c7d659a2feaa0c55ad015"}
+		if *links > 0 {
+			// Links to pages spread over the whole set, so a walk from page 0
+			// reaches nearly all of them.
+			u := l.Item().URL
+			i, _ := strconv.Atoi(u[strings.LastIndex(u, "-")+1 : len(u)-len(".html")])
+			for j := range out {
+				out[j] = frontier.LinkKey(urlOf((i*31 + j*7919 + 1) % *n))
+			}
+			o.ReadLinks, o.Links = true, out
+		}
+		return l.Complete(o)
+	}
 	if *cpuprofile != "" {
 		fh, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -141,6 +162,7 @@ func main() {
 	}
 	start = time.Now()
 	parallel(*workers, func() {
+		out := make([]uint64, *links)
 		for {
 			if *pop >= 0 && popped.Load() >= int64(*pop) {
 				return
@@ -149,9 +171,7 @@ func main() {
 			if err != nil {
 				return
 			}
-			if err := l.Complete(frontier.Outcome{State: frontier.Fetched, Status: 200,
-				ETag: `"5f3c-62a1b7c0e2d40"`, LastModified: "Tue, 11 Mar 2025 09:12:44 GMT",
-				Hash: "9f86d081884c7d659a2feaa0c55ad015"}); err != nil {
+			if err := complete(l, out); err != nil {
 				log.Fatal(err)
 			}
 			popped.Add(1)
@@ -168,14 +188,13 @@ func main() {
 		popped.Store(0)
 		start = time.Now()
 		parallel(*workers, func() {
+			out := make([]uint64, *links)
 			for {
 				l, err := f.Next(context.Background())
 				if err != nil {
 					return
 				}
-				if err := l.Complete(frontier.Outcome{State: frontier.Fetched, Status: 200,
-					ETag: `"5f3c-62a1b7c0e2d40"`, LastModified: "Tue, 11 Mar 2025 09:12:44 GMT",
-					Hash: "9f86d081884c7d659a2feaa0c55ad015"}); err != nil {
+				if err := complete(l, out); err != nil {
 					log.Fatal(err)
 				}
 				popped.Add(1)
@@ -184,6 +203,22 @@ func main() {
 		report(fmt.Sprintf("refresh %d", c+1), int(popped.Load()), time.Since(start))
 	}
 
+	if *links > 0 {
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start = time.Now()
+		r, err := f.Reach([]uint64{frontier.LinkKey(urlOf(0))})
+		if err != nil {
+			log.Fatal(err)
+		}
+		took := time.Since(start)
+		runtime.GC() // what stays is the set
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		fmt.Printf("%-14s %d URLs reached in %v: %.0f URLs/s, set %.0f B/URL\n", "reach", r.Len(), took.Round(time.Millisecond),
+			float64(r.Len())/took.Seconds(), float64(after.HeapAlloc-before.HeapAlloc)/float64(r.Len()))
+	}
 	start = time.Now()
 	counts, err := f.Counts()
 	if err != nil {

@@ -1,0 +1,251 @@
+package frontier
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Outlinks, for finding orphans: pages no chain of links from a source's
+// roots reaches any more. An incremental crawl gets a 304 for an unchanged
+// page and never reads its links again, so what each page links is stored
+// when it is read, in the transaction of its completion.
+//
+// Bucket "l" maps the LinkKey of a page (8 bytes, big-endian) to the sorted,
+// distinct LinkKeys of the URLs it leads to, 8 bytes each. Hashes, not URLs:
+// the walk from the roots goes from hash to hash without ever decoding a URL,
+// a link costs 8 bytes whatever its length, and the walk's memory is one set
+// of 8-byte keys. Two URLs with the same 64-bit hash (one chance in about
+// 37 million among a million URLs) would make one look linked when the
+// other is, or the links stored for one stand for the other's.
+
+var bucketLinks = []byte("l")
+
+// LinkKey is the 64-bit FNV-1a hash of a URL as the frontier keys it: the
+// key of its stored outlinks, and how other pages' outlinks name it.
+func LinkKey(url string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for i := 0; i < len(url); i++ {
+		h ^= uint64(url[i])
+		h *= prime
+	}
+	return h
+}
+
+// compactLinks sorts links and removes repeats, in place.
+func compactLinks(links []uint64) []uint64 {
+	slices.Sort(links)
+	return slices.Compact(links)
+}
+
+// putLinks stores a page's sorted, distinct outlinks under its LinkKey,
+// leaving the page untouched when they are what it already holds, so an
+// unchanged page costs no write. A page that links nothing stores nothing:
+// Record.HasLinks tells it from a page never read.
+func (w *wtx) putLinks(url string, links []uint64) error {
+	if len(links) == 0 {
+		return w.dropLinks(url)
+	}
+	b := w.tx.Bucket(bucketLinks)
+	n := len(w.arena)
+	w.arena = binary.BigEndian.AppendUint64(w.arena, LinkKey(url))
+	key := w.arena[n:len(w.arena):len(w.arena)]
+	m := len(w.arena)
+	for _, l := range links {
+		w.arena = binary.BigEndian.AppendUint64(w.arena, l)
+	}
+	val := w.arena[m:len(w.arena):len(w.arena)]
+	if old := b.Get(key); old != nil && bytes.Equal(old, val) {
+		return nil
+	}
+	return b.Put(key, val)
+}
+
+func (w *wtx) dropLinks(url string) error {
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], LinkKey(url))
+	return w.tx.Bucket(bucketLinks).Delete(key[:])
+}
+
+// SetLinks stores links as the outlinks of key, which needs no record: a
+// source's sitemaps and feeds, say, stored under a name that is no URL, so
+// that the URLs they list are reached from it. No links deletes them.
+func (f *Frontier) SetLinks(key string, links []uint64) error {
+	links = compactLinks(slices.Clone(links))
+	return f.write(func(tx *bolt.Tx) error {
+		return newWtx(tx).putLinks(key, links)
+	})
+}
+
+// Links returns the stored outlinks of key, sorted, and whether any are
+// stored.
+func (f *Frontier) Links(key string) ([]uint64, bool, error) {
+	if f.shut.Load() {
+		return nil, false, ErrClosed
+	}
+	var (
+		out   []uint64
+		found bool
+	)
+	err := f.db.View(func(tx *bolt.Tx) error {
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], LinkKey(key))
+		v := tx.Bucket(bucketLinks).Get(k[:])
+		if v == nil {
+			return nil
+		}
+		if len(v)%8 != 0 {
+			return fmt.Errorf("%w: links of %s", errCorrupt, key)
+		}
+		found = true
+		out = make([]uint64, 0, len(v)/8)
+		for i := 0; i < len(v); i += 8 {
+			out = append(out, binary.BigEndian.Uint64(v[i:]))
+		}
+		return nil
+	})
+	return out, found, err
+}
+
+// Reached is the set of LinkKeys a walk from roots reached.
+type Reached struct {
+	set map[uint64]struct{}
+}
+
+// Has says whether the walk reached url.
+func (r *Reached) Has(url string) bool {
+	_, ok := r.set[LinkKey(url)]
+	return ok
+}
+
+// Len is how many keys the walk reached, roots included.
+func (r *Reached) Len() int { return len(r.set) }
+
+// reachChunk bounds the lookups of one read transaction, so a walk over
+// millions of pages never holds one open long enough to stall a writer
+// that must grow the file.
+const reachChunk = 4096
+
+// Reach walks the stored outlinks from roots (LinkKeys) and returns every
+// key reached, roots included. A key with no stored outlinks ends its
+// branch: the caller tells a page whose links are unknown from one that
+// links nothing by Record.HasLinks. Memory is the set, about 20 bytes a key, and
+// a stack of keys still to visit.
+func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
+	if f.shut.Load() {
+		return nil, ErrClosed
+	}
+	r := &Reached{set: make(map[uint64]struct{}, len(roots))}
+	var stack []uint64
+	for _, k := range roots {
+		if _, ok := r.set[k]; !ok {
+			r.set[k] = struct{}{}
+			stack = append(stack, k)
+		}
+	}
+	for len(stack) > 0 {
+		err := f.db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketLinks)
+			var key [8]byte
+			for n := 0; n < reachChunk && len(stack) > 0; n++ {
+				binary.BigEndian.PutUint64(key[:], stack[len(stack)-1])
+				stack = stack[:len(stack)-1]
+				v := b.Get(key[:])
+				if len(v)%8 != 0 {
+					return fmt.Errorf("%w: links of %x", errCorrupt, key)
+				}
+				for i := 0; i < len(v); i += 8 {
+					t := binary.BigEndian.Uint64(v[i:])
+					if _, ok := r.set[t]; !ok {
+						r.set[t] = struct{}{}
+						stack = append(stack, t)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// UpdateEach changes the records of urls with fn, in write transactions of
+// up to 2048 URLs rather than one each, and returns the records it changed,
+// as stored. fn sees each record that exists and is not Waiting (a Waiting
+// URL may be leased, and its worker decides it), and returns whether it
+// changed it and the events to add to its history. It may set the state to
+// Fetched, Error, Excluded or Waiting; Waiting queues the URL at the tail
+// of its class. fn may run more than once for a URL and must not call the
+// Frontier.
+func (f *Frontier) UpdateEach(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
+	var out []Record
+	for len(urls) > 0 {
+		chunk := urls[:min(len(urls), writeChunk)]
+		urls = urls[len(chunk):]
+		base := len(out)
+		var eff effects
+		err := f.write(func(tx *bolt.Tx) error {
+			out = out[:base]
+			eff.reset()
+			w := newWtx(tx)
+			for _, u := range chunk {
+				key := w.bytes(u)
+				v := w.u.Get(key)
+				if v == nil {
+					continue
+				}
+				var rec Record
+				if err := decodeRecord(u, v, &rec, true); err != nil {
+					return fmt.Errorf("%w: %s", err, u)
+				}
+				if rec.State == Waiting {
+					continue
+				}
+				hadPending := rec.Pending != ""
+				ok, evs := fn(&rec)
+				if !ok {
+					continue
+				}
+				rec.URL, rec.qseq = u, 0
+				if err := rec.Item.validate(); err != nil {
+					return err
+				}
+				if rec.State >= numStates || rec.State == InFlight {
+					return fmt.Errorf("frontier: %s: cannot set state %s", u, rec.State)
+				}
+				var err error
+				if rec.State == Waiting {
+					err = w.enqueueHad(&rec, key, &eff, hadPending)
+				} else {
+					err = w.put(key, &rec, hadPending)
+				}
+				if err != nil {
+					return err
+				}
+				for i := range evs {
+					if err := f.event(w, key, &evs[i]); err != nil {
+						return err
+					}
+				}
+				out = append(out, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return out[:base], err
+		}
+		f.applyQueued(&eff)
+	}
+	// A URL it excluded as an orphan must be new to Add again.
+	f.seen.reset()
+	return out, nil
+}

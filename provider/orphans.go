@@ -1,0 +1,364 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/frontier"
+)
+
+// Orphans (issue 6): known pages that still hold a document but that no
+// chain of links reaches any more from the roots, which are every source's
+// start URLs and the URLs its sitemaps and feeds list. An incremental crawl
+// never reads an unchanged page again (a 304), so each page's outlinks are
+// stored when it is read (frontier.Outcome.ReadLinks) and the walk goes
+// over what is stored. Each source's policy decides what an orphan gets:
+// keep (it is counted and marked), recheck (it is fetched again before the
+// cycle ends: still there, kept; gone, deleted as any gone page is) or
+// delete (its document is deleted and the URL excluded with reason
+// "orphan", until a link brings it back).
+//
+// Orphans are decided only at the end of a cycle whose work completed and
+// which visited the source's start URLs, and never on a guess: when a start
+// URL could not be read, or a page reached has links that were never read
+// (its first fetch failed), no page is an orphan in that cycle.
+
+const reasonOrphan = "orphan"
+
+// orphanFlushWait bounds the wait for the cycle's index writes before
+// orphans are looked for.
+const orphanFlushWait = time.Minute
+
+// Orphan policies (config sources[].orphans) beside the default, keep.
+const (
+	orphansRecheck = "recheck"
+	orphansDelete  = "delete"
+)
+
+// listedKey names the stored links of a source's sitemaps and feeds: the
+// URLs they list. It is no URL, so no page shares it.
+func listedKey(source string) string { return "sitemaps:" + source }
+
+// linksGone gives a page the crawler now takes for gone no links: a 404 or
+// 410, or a permanent error that repeats (which deletes its document too).
+// Any other failure says nothing of the page, which keeps the links it had.
+func linksGone(o *frontier.Outcome, rec frontier.Record) {
+	if o.State == frontier.Error && (o.Status == http.StatusNotFound || o.Status == http.StatusGone || rec.ErrCount > 0) {
+		o.ReadLinks, o.Links = true, nil
+	}
+}
+
+// storeListed records the URLs a source's sitemaps and feeds list, as the
+// links of listedKey. When some file could not be read whole, the URLs
+// listed before are kept as well: a sitemap that fails must not orphan what
+// it lists.
+func (c *Crawler) storeListed(src *source, listed []uint64, whole bool) {
+	key := listedKey(src.cfg.Name)
+	if !whole {
+		old, _, err := c.front.Links(key)
+		if err != nil {
+			c.log.Error("cannot read the URLs sitemaps listed before", "source", src.cfg.Name, "err", err)
+			return
+		}
+		listed = append(listed, old...)
+	}
+	if err := c.front.SetLinks(key, listed); err != nil {
+		c.log.Error("cannot record the URLs sitemaps list", "source", src.cfg.Name, "err", err)
+	}
+}
+
+// orphanScan is what one walk over the store found.
+type orphanScan struct {
+	// undecided says why no page may be taken for an orphan; empty when
+	// every page can be.
+	undecided string
+	found     map[string][]string // source -> orphans: fetched, indexed, not reached
+	linked    []string            // pages marked orphans that are reached again
+	revive    []string            // pages deleted as orphans that are reached again
+}
+
+// orphans applies the orphan policy of each source discovered in the cycle
+// once its work is done, before the cycle counts as done: rechecks are
+// fetched and deletions sent in the same cycle, and a cycle cut short
+// decides nothing.
+func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
+	if len(discover) == 0 {
+		return nil
+	}
+	// Settle the cycle's index writes first, so every page that holds a
+	// document says so. An index that cannot take them now (an outage the
+	// crawl's own flush will wait out) postpones orphans to the next
+	// discovery rather than holding the cycle twice as long.
+	flushCtx, cancel := context.WithTimeout(ctx, orphanFlushWait)
+	err := c.sink.Flush(flushCtx)
+	cancel()
+	c.acks.wait()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.log.Warn("orphans not decided: index writes not settled", "err", err)
+		return nil
+	}
+	decide := make(map[string]*source, len(discover))
+	for _, src := range discover {
+		decide[src.cfg.Name] = src
+	}
+	s, err := c.scanOrphans(decide)
+	if err != nil {
+		return err
+	}
+	cur := c.front.Cycle()
+	queued := false
+	if len(s.linked) > 0 {
+		_, err := c.front.UpdateEach(s.linked, func(r *frontier.Record) (bool, []frontier.Event) {
+			if !r.Orphan {
+				return false, nil
+			}
+			r.Orphan = false
+			return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "linked"}}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(s.revive) > 0 {
+		back, err := c.front.UpdateEach(s.revive, func(r *frontier.Record) (bool, []frontier.Event) {
+			if r.State != frontier.Excluded || !r.Orphan {
+				return false, nil
+			}
+			r.State, r.Reason, r.Orphan, r.Cycle = frontier.Waiting, "", false, cur
+			return true, []frontier.Event{{Kind: frontier.EventRequeued, Class: r.Class, Reason: "orphan_linked"}}
+		})
+		if err != nil {
+			return err
+		}
+		queued = queued || len(back) > 0
+	}
+	report := c.reportNow()
+	if s.undecided != "" {
+		c.log.Info("orphans not decided", "reason", s.undecided)
+		var strict []string
+		for _, src := range discover {
+			if src.cfg.Orphans == orphansRecheck || src.cfg.Orphans == orphansDelete {
+				strict = append(strict, src.cfg.Name)
+			}
+		}
+		if len(strict) > 0 {
+			report.Warn(fmt.Sprintf("orphans not decided for %s: %s", strings.Join(strict, ", "), s.undecided))
+		}
+	} else {
+		for _, src := range discover {
+			urls := s.found[src.cfg.Name]
+			if len(urls) == 0 {
+				continue
+			}
+			var err error
+			switch src.cfg.Orphans {
+			case orphansDelete:
+				err = c.deleteOrphans(ctx, src, urls)
+			case orphansRecheck:
+				var n int
+				n, err = c.recheckOrphans(urls, cur)
+				queued = queued || n > 0
+			default:
+				err = c.keepOrphans(urls)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if queued {
+		if err := c.work(ctx); err != nil {
+			return err
+		}
+	}
+	if s.undecided != "" {
+		return nil
+	}
+	for _, src := range discover {
+		urls := s.found[src.cfg.Name]
+		kept, err := c.stillIndexed(urls)
+		if err != nil {
+			return err
+		}
+		report.orphans(src.cfg.Name, len(urls), kept)
+		if len(urls) > 0 {
+			c.log.Info("orphans found", "source", src.cfg.Name, "orphans", len(urls), "kept", kept, "policy", src.cfg.Orphans)
+		}
+	}
+	return nil
+}
+
+// scanOrphans walks the stored links from every source's roots, then every
+// record: which pages of the sources in decide are orphans, and which
+// marked pages are linked again.
+func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
+	s := &orphanScan{found: map[string][]string{}}
+	var roots []uint64
+	for _, src := range c.order {
+		for _, u := range src.rules.StartURLs() {
+			if why, err := c.unread(u); err != nil || why != "" {
+				s.undecided = why
+				return s, err
+			}
+			roots = append(roots, frontier.LinkKey(u))
+		}
+		roots = append(roots, frontier.LinkKey(listedKey(src.cfg.Name)))
+	}
+	reached, err := c.front.Reach(roots)
+	if err != nil {
+		return nil, err
+	}
+	unknown, example := 0, ""
+	err = c.front.ForEach("", func(r frontier.Record) error {
+		in := reached.Has(r.URL)
+		if !in {
+			if decide[r.Source] != nil && r.State == frontier.Fetched && r.Indexed && r.Pending == "" {
+				s.found[r.Source] = append(s.found[r.Source], r.URL)
+			}
+			return nil
+		}
+		if !r.HasLinks && r.State != frontier.Excluded {
+			// An excluded page is not crawled, so it links nothing the
+			// crawl follows; any other page's links are unknown.
+			if unknown++; example == "" {
+				example = fmt.Sprintf("%s (%s %s)", r.URL, r.State, r.Reason)
+			}
+		}
+		if r.Orphan && r.State == frontier.Fetched {
+			s.linked = append(s.linked, r.URL)
+		}
+		if r.Orphan && r.State == frontier.Excluded {
+			s.revive = append(s.revive, r.URL)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if unknown > 0 {
+		s.undecided = fmt.Sprintf("the links of %d page(s) reached were never read, such as %s", unknown, strings.TrimSpace(example))
+	}
+	return s, nil
+}
+
+// unread says why a start URL was not read in its last visit, following
+// its redirects; empty when it was.
+func (c *Crawler) unread(u string) (string, error) {
+	start := u
+	for range c.cfg.Fetch.MaxRedirects + 1 {
+		r, ok, err := c.front.Get(u)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return fmt.Sprintf("start URL %s was never fetched", start), nil
+		}
+		if r.State != frontier.Fetched {
+			return strings.TrimSpace(fmt.Sprintf("start URL %s was not read (%s %s)", u, r.State, r.Reason)), nil
+		}
+		if r.Status < 300 || r.Status >= 400 || r.Status == http.StatusNotModified || r.Target == "" {
+			return "", nil
+		}
+		u = r.Target
+	}
+	return fmt.Sprintf("start URL %s redirects more than fetch.max_redirects times", start), nil
+}
+
+// holdsDocument is what makes a page an orphan candidate, checked again
+// when it is changed: the walk and the change are not one transaction.
+func holdsDocument(r *frontier.Record) bool {
+	return r.State == frontier.Fetched && r.Indexed && r.Pending == ""
+}
+
+// keepOrphans marks the orphans, with an event the first time.
+func (c *Crawler) keepOrphans(urls []string) error {
+	_, err := c.front.UpdateEach(urls, func(r *frontier.Record) (bool, []frontier.Event) {
+		if !holdsDocument(r) || r.Orphan {
+			return false, nil
+		}
+		r.Orphan = true
+		return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "kept"}}
+	})
+	return err
+}
+
+// recheckOrphans queues the orphans not fetched in this cycle yet for a
+// conditional GET in it; those fetched already are known to be there. It
+// returns how many it queued.
+func (c *Crawler) recheckOrphans(urls []string, cycle uint64) (int, error) {
+	changed, err := c.front.UpdateEach(urls, func(r *frontier.Record) (bool, []frontier.Event) {
+		if !holdsDocument(r) {
+			return false, nil
+		}
+		if r.Cycle == cycle {
+			if r.Orphan {
+				return false, nil
+			}
+			r.Orphan = true
+			return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "kept"}}
+		}
+		r.Orphan = true
+		r.State, r.Class, r.Reason, r.Cycle = frontier.Waiting, frontier.Refresh, "", cycle
+		return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "recheck"}}
+	})
+	n := 0
+	for i := range changed {
+		if changed[i].State == frontier.Waiting {
+			n++
+		}
+	}
+	return n, err
+}
+
+// deleteOrphans excludes the orphans with reason "orphan" and deletes their
+// documents through the pending writes, like any other deletion.
+func (c *Crawler) deleteOrphans(ctx context.Context, src *source, urls []string) error {
+	changed, err := c.front.UpdateEach(urls, func(r *frontier.Record) (bool, []frontier.Event) {
+		if !holdsDocument(r) {
+			return false, nil
+		}
+		if r.DocID == "" {
+			r.DocID = docfields.ID(r.URL)
+		}
+		r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, reasonOrphan, true, pendingDelete
+		return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "deleted"},
+			{Kind: frontier.EventWriteSent, Reason: pendingDelete}}
+	})
+	if len(changed) > 0 {
+		c.reportNow().ReasonN(src.cfg.Name, changed[0].URL, reasonOrphan, "", len(changed))
+	}
+	report := c.reportNow()
+	for i := range changed {
+		r := &changed[i]
+		c.log.Info("orphan deleted", "url", r.URL, "source", r.Source, "reason", reasonOrphan)
+		report.expect(r.URL, r.Source)
+		if derr := c.sink.Delete(ctx, r.DocID, r.URL); derr != nil {
+			// The deletion stays pending and is sent again by the next cycle.
+			c.log.Warn("sink write failed", "url", r.URL, "source", r.Source, "reason", reasonOrphan, "delete", true, "err", derr)
+		}
+	}
+	return err
+}
+
+// stillIndexed counts the URLs that still hold a document or have one on
+// its way.
+func (c *Crawler) stillIndexed(urls []string) (int, error) {
+	n := 0
+	for _, u := range urls {
+		r, ok, err := c.front.Get(u)
+		if err != nil {
+			return n, err
+		}
+		if ok && r.State == frontier.Fetched && (r.Indexed || r.Pending == pendingIndex) {
+			n++
+		}
+	}
+	return n, nil
+}
