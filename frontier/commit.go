@@ -1,6 +1,8 @@
 package frontier
 
 import (
+	"time"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -89,8 +91,11 @@ func (f *Frontier) committer() {
 	defer close(f.committerDone)
 	defer close(f.finished)
 	batch := make([]*op, 0, maxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for o := range f.ops {
 		batch = append(batch[:0], o)
+		waiting := o.after == nil
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -99,13 +104,38 @@ func (f *Frontier) committer() {
 					break drain
 				}
 				batch = append(batch, o)
+				waiting = waiting || o.after == nil
 			default:
 				break drain
 			}
 		}
+		if !waiting && len(batch) < lingerOps {
+			linger.Reset(lingerFor)
+		gather:
+			for len(batch) < lingerOps {
+				select {
+				case o, ok := <-f.ops:
+					if !ok {
+						break gather
+					}
+					batch = append(batch, o)
+					if o.after == nil {
+						break gather
+					}
+				case <-linger.C:
+					break gather
+				}
+			}
+			linger.Stop()
+		}
 		f.commit(batch)
 	}
 }
+
+const (
+	lingerFor = 2 * time.Millisecond
+	lingerOps = 48
+)
 
 func (f *Frontier) commit(batch []*op) {
 	failed := -1
