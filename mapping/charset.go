@@ -134,7 +134,8 @@ func detect(body []byte) (encoding.Encoding, string) {
 	} else {
 		start = 0
 	}
-	if r, err := chardet.NewHtmlDetector().DetectBest(body[start:]); err == nil {
+	if all, err := chardet.NewHtmlDetector().DetectAll(body[start:]); err == nil {
+		r := bestGuess(all)
 		for _, label := range []string{r.Charset, strings.ReplaceAll(r.Charset, "-", "")} {
 			if enc, name := lookupEncoding(label); enc != nil && name != "utf-8" {
 				return enc, name
@@ -143,6 +144,35 @@ func detect(body []byte) (encoding.Encoding, string) {
 	}
 	enc, name := lookupEncoding("windows-1252")
 	return enc, name
+}
+
+// bestGuess picks the detector's most confident guess. The detector runs
+// its recognizers concurrently and sorts their results unstably, so guesses
+// of equal confidence come back in any order (Latin-1 text scores the same
+// as ISO-8859-1 and windows-1254, say); the tie goes to the browsers'
+// fallback, windows-1252 and its subset ISO-8859-1, then to the first name,
+// so a page decodes the same way every time.
+func bestGuess(all []chardet.Result) chardet.Result {
+	best := all[0]
+	for _, r := range all[1:] {
+		if r.Confidence != best.Confidence {
+			break
+		}
+		if latin1(r.Charset) != latin1(best.Charset) {
+			if latin1(r.Charset) {
+				best = r
+			}
+			continue
+		}
+		if r.Charset < best.Charset {
+			best = r
+		}
+	}
+	return best
+}
+
+func latin1(charset string) bool {
+	return strings.EqualFold(charset, "windows-1252") || strings.EqualFold(charset, "ISO-8859-1")
 }
 
 // prescanCharset finds the charset a <meta> in the head declares, skipping
