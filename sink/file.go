@@ -30,7 +30,15 @@ type File struct {
 	// is acknowledged only once it would survive a crash, so the crawler
 	// keeps it pending until then.
 	unsynced []Result
-	lastSync time.Time
+	err      error // the last failed sync's, returned by the next write
+
+	// The file is synced by a goroutine of its own, every syncEvery, and by
+	// Flush, one sync at a time (syncMu, taken before mu), without holding
+	// mu: writers go on appending while the disk works.
+	syncMu    sync.Mutex
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // syncEvery bounds how long an acknowledgement waits for the next sync.
@@ -40,6 +48,14 @@ const syncEvery = time.Second
 // target index in the actions. Appending keeps the file a complete log of
 // writes across crawls: an incremental crawl writes only what changed.
 func NewFile(path, index string, onResult func(Result)) (*File, error) {
+	f, err := openAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	return newFile(path, index, onResult, f, syncEvery), nil
+}
+
+func openAppend(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
@@ -47,11 +63,36 @@ func NewFile(path, index string, onResult func(Result)) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
+	return f, nil
+}
+
+func newFile(path, index string, onResult func(Result), f *os.File, every time.Duration) *File {
 	w := bufio.NewWriterSize(f, 256<<10)
 	if onResult == nil {
 		onResult = func(Result) {}
 	}
-	return &File{path: path, index: index, onResult: onResult, f: f, w: w, enc: json.NewEncoder(w)}, nil
+	s := &File{path: path, index: index, onResult: onResult, f: f, w: w, enc: json.NewEncoder(w),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go s.syncLoop(every)
+	return s
+}
+
+func (s *File) syncLoop(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.sync(); err != nil {
+				s.mu.Lock()
+				s.err = err
+				s.mu.Unlock()
+			}
+		}
+	}
 }
 
 type bulkMeta struct {
@@ -77,48 +118,49 @@ func (s *File) Delete(_ context.Context, id, url string) error {
 	})
 }
 
-// write appends lines under the lock and records their outcome, syncing
-// when the last sync is old enough; acknowledgements are delivered after
-// the lock is released, since the crawler's callback writes to its store.
+// write appends lines under the lock and records their outcome, to be
+// acknowledged by the next sync.
 func (s *File) write(r Result, lines func() error) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.err; err != nil {
+		s.err = nil
+		return err
+	}
 	if err := lines(); err != nil {
-		s.mu.Unlock()
 		return fmt.Errorf("file sink: %w", err)
 	}
 	s.unsynced = append(s.unsynced, r)
-	var acks []Result
-	var err error
-	if time.Since(s.lastSync) >= syncEvery {
-		acks, err = s.syncLocked()
-	}
-	s.mu.Unlock()
-	s.deliver(acks)
-	return err
+	return nil
 }
 
 // Flush pushes buffered lines to the operating system, syncs the file and
 // then acknowledges them: a flushed document survives a crash.
-func (s *File) Flush(context.Context) error {
-	s.mu.Lock()
-	acks, err := s.syncLocked()
-	s.mu.Unlock()
-	s.deliver(acks)
-	return err
-}
+func (s *File) Flush(context.Context) error { return s.sync() }
 
-// syncLocked syncs the file and hands back the outcomes it makes durable.
-func (s *File) syncLocked() ([]Result, error) {
-	if err := s.w.Flush(); err != nil {
-		return nil, fmt.Errorf("file sink: %w", err)
-	}
-	if err := s.f.Sync(); err != nil {
-		return nil, fmt.Errorf("file sink: %w", err)
-	}
-	s.lastSync = time.Now()
+// sync makes every line written so far durable, then acknowledges them.
+// Acknowledgements are delivered without mu held, since the crawler's
+// callback writes to its store.
+func (s *File) sync() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	err := s.w.Flush()
 	acks := s.unsynced
 	s.unsynced = nil
-	return acks, nil
+	s.mu.Unlock()
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err != nil {
+		// Not known to be durable: the next sync acknowledges them, or none.
+		s.mu.Lock()
+		s.unsynced = append(acks, s.unsynced...)
+		s.mu.Unlock()
+		return fmt.Errorf("file sink: %w", err)
+	}
+	s.deliver(acks)
+	return nil
 }
 
 func (s *File) deliver(acks []Result) {
@@ -133,6 +175,8 @@ func (s *File) String() string { return "file " + s.path }
 func (s *File) Publish(ctx context.Context) error { return s.Flush(ctx) }
 
 func (s *File) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
 	err := s.Flush(ctx)
 	if cerr := s.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("file sink: %w", cerr)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/crawlspace/crawlspace/sink"
 )
@@ -13,12 +14,12 @@ import (
 func TestFileSinkAcknowledgesAWriteOnlyOnceItIsOnDisk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out", "docs.ndjson")
 	var got results
-	s, err := sink.NewFile(path, "web", got.add)
+	// No background sync during the test: only Flush makes writes durable.
+	s, err := sink.NewFileEvery(path, "web", got.add, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// The first write finds no recent sync and syncs at once.
 	if err := s.Index(ctx, doc("http://example.test/a", "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -28,8 +29,8 @@ func TestFileSinkAcknowledgesAWriteOnlyOnceItIsOnDisk(t *testing.T) {
 	if err := s.Delete(ctx, "id-c", "http://example.test/c"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(got.outcomes()); n != 1 {
-		t.Fatalf("%d writes acknowledged before a sync, want only the first", n)
+	if n := len(got.outcomes()); n != 0 {
+		t.Fatalf("%d writes acknowledged before a sync, want none", n)
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -62,5 +63,26 @@ func TestFileSinkAcknowledgesAWriteOnlyOnceItIsOnDisk(t *testing.T) {
 	raw, _ = os.ReadFile(path)
 	if lines := bytes.Count(raw, []byte("\n")); lines != 7 {
 		t.Errorf("after a second crawl the file holds %d lines, want 7", lines)
+	}
+}
+
+func TestFileSinkSyncsAndAcknowledgesInTheBackgroundWithoutAFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docs.ndjson")
+	acked := make(chan sink.Result, 2)
+	s, err := sink.NewFileEvery(path, "web", func(r sink.Result) { acked <- r }, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if err := s.Index(context.Background(), doc("http://example.test/a", "a")); err != nil {
+		t.Fatal(err)
+	}
+	// The background sync acknowledges the write; nothing else would.
+	if r := <-acked; r.URL != "http://example.test/a" || r.Outcome != sink.Written {
+		t.Fatalf("acknowledged %+v", r)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || bytes.Count(raw, []byte("\n")) != 2 {
+		t.Errorf("after the acknowledgement the file holds %q (%v), want the action and the document", raw, err)
 	}
 }
