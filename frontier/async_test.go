@@ -156,3 +156,34 @@ func TestSeenSetStaysCorrectWhenItFillsUpAndWhenTheCycleChanges(t *testing.T) {
 		t.Errorf("set over its bounds: %d in %d slots", s.n, len(s.slots))
 	}
 }
+
+func TestUpdateBatchMakesEachChangeAndReportsEachRefusal(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(1, 0), History: DefaultHistory})
+	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start},
+		Item{URL: "http://a.example/x", Source: "s", Class: IndexFollow})
+	l := mustLease(t, f)
+	mustComplete(t, l, Outcome{State: Fetched, Status: 200, Edit: func(r *Record) { r.Pending = "index" }})
+	refused := errors.New("no")
+	ev := Event{Kind: EventWriteDone}
+	changes := []Change{
+		{URL: "http://a.example/", Event: &ev, Fn: func(r *Record) error { r.Pending, r.Indexed = "", true; return nil }},
+		{URL: "http://a.example/missing", Fn: func(r *Record) error { return nil }},
+		{URL: "http://a.example/x", Fn: func(r *Record) error { return refused }},
+	}
+	if err := f.UpdateBatch(changes); err != nil {
+		t.Fatal(err)
+	}
+	if changes[0].Err != nil || !errors.Is(changes[1].Err, ErrNotFound) || !errors.Is(changes[2].Err, refused) {
+		t.Errorf("errors: %v, %v, %v; want nil, not found, the refusal", changes[0].Err, changes[1].Err, changes[2].Err)
+	}
+	if r := mustGet(t, f, "http://a.example/"); r.Pending != "" || !r.Indexed {
+		t.Errorf("first change not made: pending %q, indexed %v", r.Pending, r.Indexed)
+	}
+	evs, err := f.History("http://a.example/")
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != EventWriteDone {
+		t.Errorf("history %+v, %v: want the change's event last", evs, err)
+	}
+	if r := mustGet(t, f, "http://a.example/x"); r.State != Waiting {
+		t.Errorf("refused change altered the record: %s", r.State)
+	}
+}

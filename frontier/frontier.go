@@ -564,79 +564,104 @@ func (f *Frontier) Update(url string, fn func(*Record) error) error {
 }
 
 func (f *Frontier) update(url string, ev *Event, fn func(*Record) error) error {
-	var (
-		eff effects
-		res error // a refusal: nothing was written, the batch need not roll back
-	)
+	c := []Change{{URL: url, Event: ev, Fn: fn}}
+	if err := f.UpdateBatch(c); err != nil {
+		return err
+	}
+	return c[0].Err
+}
+
+// Change is one record edit of UpdateBatch: Fn changes the record as
+// Update's fn does, and Event, when set, is appended to its history.
+type Change struct {
+	URL   string
+	Event *Event
+	Fn    func(*Record) error
+	// Err is set by UpdateBatch: ErrNotFound, ErrLeased, or the error Fn or
+	// the changed record's check returned; the change was not made.
+	Err error
+}
+
+// UpdateBatch makes changes as Update and UpdateLog each would, in one
+// transaction, in order. It returns an error only when the transaction
+// failed; each change's own refusal is in its Err.
+func (f *Frontier) UpdateBatch(changes []Change) error {
+	var eff effects
 	cl := claims{f: f}
-	change := func(tx *bolt.Tx) error {
+	err := f.write(func(tx *bolt.Tx) error {
 		eff.reset()
-		res = nil
 		w := newWtx(tx)
-		key := w.bytes(url)
-		v := w.u.Get(key)
-		if v == nil {
-			res = ErrNotFound
-			return nil
-		}
-		var old Record
-		if err := decodeRecord(url, v, &old, true); err != nil {
-			return err
-		}
-		rec := old
-		leased := old.State == Waiting && !cl.take(w, &old)
-		if leased {
-			rec.State = InFlight
-		}
-		if res = fn(&rec); res != nil {
-			return nil
-		}
-		rec.URL, rec.qseq = url, old.qseq
-		if res = rec.Item.validate(); res != nil {
-			return nil
-		}
-		if leased {
-			if rec.State != InFlight {
-				res = ErrLeased
-				return nil
+		for i := range changes {
+			c := &changes[i]
+			var err error
+			if c.Err, err = f.change(w, c.URL, c.Fn, &cl, &eff); err != nil {
+				return err
 			}
-			rec.State = Waiting
-			return w.put(key, &rec, old.Pending != "")
-		}
-		if rec.State >= numStates || rec.State == InFlight {
-			res = fmt.Errorf("frontier: %s: cannot set state %s", url, rec.State)
-			return nil
-		}
-		moved := old.State == Waiting && rec.State == Waiting && level(rec.Class, rec.Shift) != level(old.Class, old.Shift)
-		if old.State == Waiting && (rec.State != Waiting || moved) {
-			if err := w.dequeue(&old); err != nil {
+			if c.Err != nil || c.Event == nil {
+				continue
+			}
+			e := *c.Event
+			if err := f.event(w, w.bytes(c.URL), &e); err != nil {
 				return err
 			}
 		}
-		if rec.State == Waiting && (old.State != Waiting || moved) {
-			return w.enqueueHad(&rec, key, &eff, old.Pending != "")
-		}
-		if rec.State != Waiting {
-			rec.qseq = 0
-		}
-		return w.put(key, &rec, old.Pending != "")
-	}
-	err := f.write(func(tx *bolt.Tx) error {
-		if err := change(tx); err != nil || res != nil || ev == nil {
-			return err
-		}
-		e := *ev
-		return f.event(newWtx(tx), []byte(url), &e)
+		return nil
 	})
 	cl.release()
 	if err != nil {
 		return err
 	}
-	if res != nil {
-		return res
-	}
 	f.applyQueued(&eff)
 	return nil
+}
+
+// change applies fn to url's record within w's transaction; res is a
+// refusal (nothing written), err a failure of the transaction.
+func (f *Frontier) change(w *wtx, url string, fn func(*Record) error, cl *claims, eff *effects) (res, err error) {
+	key := w.bytes(url)
+	v := w.u.Get(key)
+	if v == nil {
+		return ErrNotFound, nil
+	}
+	var old Record
+	if err := decodeRecord(url, v, &old, true); err != nil {
+		return nil, err
+	}
+	rec := old
+	leased := old.State == Waiting && !cl.take(w, &old)
+	if leased {
+		rec.State = InFlight
+	}
+	if res = fn(&rec); res != nil {
+		return res, nil
+	}
+	rec.URL, rec.qseq = url, old.qseq
+	if res = rec.Item.validate(); res != nil {
+		return res, nil
+	}
+	if leased {
+		if rec.State != InFlight {
+			return ErrLeased, nil
+		}
+		rec.State = Waiting
+		return nil, w.put(key, &rec, old.Pending != "")
+	}
+	if rec.State >= numStates || rec.State == InFlight {
+		return fmt.Errorf("frontier: %s: cannot set state %s", url, rec.State), nil
+	}
+	moved := old.State == Waiting && rec.State == Waiting && level(rec.Class, rec.Shift) != level(old.Class, old.Shift)
+	if old.State == Waiting && (rec.State != Waiting || moved) {
+		if err := w.dequeue(&old); err != nil {
+			return nil, err
+		}
+	}
+	if rec.State == Waiting && (old.State != Waiting || moved) {
+		return nil, w.enqueueHad(&rec, key, eff, old.Pending != "")
+	}
+	if rec.State != Waiting {
+		rec.qseq = 0
+	}
+	return nil, w.put(key, &rec, old.Pending != "")
 }
 
 // Delete forgets a URL (Exalead: the status of a URL in permanent error is

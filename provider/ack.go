@@ -10,8 +10,12 @@ import (
 // ackers is how many goroutines record acknowledgements in the state store.
 // The sink reports outcomes one at a time; recorded one after another each
 // would wait for its own disk sync, while recorded side by side the store's
-// group commit syncs many at once.
-const ackers = 16
+// group commit syncs many at once. Each goroutine also takes every outcome
+// already waiting for it, up to ackBatch, into one change of the store.
+const (
+	ackers   = 16
+	ackBatch = 64
+)
 
 // ackQueue records acknowledgements concurrently, keeping the order of the
 // ones for the same URL (an index then a delete must land in that order):
@@ -28,14 +32,28 @@ type ack struct {
 	src string
 }
 
-func newAckQueue(record func(sink.Result, string)) *ackQueue {
+func newAckQueue(record func([]ack)) *ackQueue {
 	q := &ackQueue{seed: maphash.MakeSeed()}
 	for i := range q.lanes {
 		q.lanes[i] = make(chan ack, 256)
 		q.done.Go(func() {
+			batch := make([]ack, 0, ackBatch)
 			for a := range q.lanes[i] {
-				record(a.res, a.src)
-				q.pending.Done()
+				batch = append(batch[:0], a)
+			more:
+				for len(batch) < ackBatch {
+					select {
+					case a, ok := <-q.lanes[i]:
+						if !ok {
+							break more
+						}
+						batch = append(batch, a)
+					default:
+						break more
+					}
+				}
+				record(batch)
+				q.pending.Add(-len(batch))
 			}
 		})
 	}

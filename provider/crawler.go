@@ -152,24 +152,37 @@ func (c *Crawler) reportNow() *Report {
 	return c.report
 }
 
-// acknowledge records a sink outcome on the URL: the pending write is done,
-// or failed for good (its reason is in the report).
-func (c *Crawler) acknowledge(res sink.Result, src string) {
-	err := c.front.UpdateLog(res.URL, ackEvent(res), func(r *frontier.Record) error {
-		r.Pending = ""
-		switch {
-		case res.Outcome == sink.Failed:
-			r.Indexed = false
-			r.Hash = "" // so the next fetch tries the write again
-		case res.Delete:
-			r.Indexed = false
-		default:
-			r.Indexed = true
+// acknowledge records sink outcomes on their URLs, in one change of the
+// store: the pending write is done, and the document is indexed or gone.
+func (c *Crawler) acknowledge(acks []ack) {
+	changes := make([]frontier.Change, len(acks))
+	for i, a := range acks {
+		res := a.res
+		ev := ackEvent(res)
+		changes[i] = frontier.Change{URL: res.URL, Event: &ev, Fn: func(r *frontier.Record) error {
+			r.Pending = ""
+			switch {
+			case res.Outcome == sink.Failed:
+				r.Indexed = false
+				r.Hash = "" // so the next fetch tries the write again
+			case res.Delete:
+				r.Indexed = false
+			default:
+				r.Indexed = true
+			}
+			return nil
+		}}
+	}
+	txErr := c.front.UpdateBatch(changes)
+	for i, ch := range changes {
+		err := txErr
+		if err == nil {
+			err = ch.Err
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, frontier.ErrNotFound) {
-		c.log.Error("cannot record index acknowledgement", "url", res.URL, "source", src, "outcome", string(res.Outcome), "err", err)
+		if err != nil && !errors.Is(err, frontier.ErrNotFound) {
+			res := acks[i].res
+			c.log.Error("cannot record index acknowledgement", "url", res.URL, "source", acks[i].src, "outcome", string(res.Outcome), "err", err)
+		}
 	}
 }
 
