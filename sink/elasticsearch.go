@@ -45,7 +45,28 @@ type Elasticsearch struct {
 	retryCtx context.Context
 	stop     context.CancelFunc
 
+	// Writes wait in queue for the pump to hand them to the bulk indexer,
+	// whose own queue holds one item per worker: while its workers are
+	// sending, the crawler goes on fetching and extracting instead of
+	// waiting in Add, and Elasticsearch and the crawler work side by side.
+	queue    chan queued
+	pumpDone chan struct{}
+	closeMu  sync.RWMutex // orders senders on queue against Close closing it
+	closed   bool
+
 	obs atomic.Pointer[Observer]
+}
+
+// sinkQueue is how many writes may wait for the bulk indexer: at about 24
+// KB a document, 12 MB.
+const sinkQueue = 512
+
+type queued struct {
+	action, id, url string
+	body            []byte
+	// marker, when set, is closed once every write queued before it has
+	// been handed to the bulk indexer (see Flush).
+	marker chan struct{}
 }
 
 // Observer sees the sink's traffic, for metrics. Its methods are called
@@ -169,7 +190,39 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	}
 	// Retries outlive the caller's per-call contexts but end with Close.
 	s.retryCtx, s.stop = context.WithCancel(context.Background())
+	s.queue, s.pumpDone = make(chan queued, sinkQueue), make(chan struct{})
+	go s.pump()
 	return s, nil
+}
+
+func (s *Elasticsearch) pump() {
+	defer close(s.pumpDone)
+	for q := range s.queue {
+		if q.marker != nil {
+			close(q.marker)
+			continue
+		}
+		if err := s.submit(s.retryCtx, q.action, q.id, q.url, q.body, 0); err != nil {
+			// The sink is closing: the write stays pending in the crawler.
+			s.onResult(Result{ID: q.id, URL: q.url, Delete: q.action == "delete", Outcome: Failed, Reason: "elasticsearch sink closed: " + err.Error()})
+			s.settle()
+		}
+	}
+}
+
+// enqueue hands q to the pump, waiting while the queue is full.
+func (s *Elasticsearch) enqueue(ctx context.Context, q queued) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return esutil.ErrIndexerClosed
+	}
+	select {
+	case s.queue <- q:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Elasticsearch) String() string {
@@ -247,7 +300,7 @@ func (s *Elasticsearch) add(ctx context.Context, action, id, url string, body []
 	s.mu.Lock()
 	s.inflight++
 	s.mu.Unlock()
-	if err := s.submit(ctx, action, id, url, body, 0); err != nil {
+	if err := s.enqueue(ctx, queued{action: action, id: id, url: url, body: body}); err != nil {
 		s.settle()
 		return err
 	}
@@ -331,6 +384,14 @@ func (s *Elasticsearch) settle() {
 // Flush sends what is buffered and waits until every write handed over so
 // far, retries included, has an outcome or ctx ends.
 func (s *Elasticsearch) Flush(ctx context.Context) error {
+	m := make(chan struct{})
+	if err := s.enqueue(ctx, queued{marker: m}); err == nil {
+		select {
+		case <-m:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for {
 		if err := s.bulk.Flush(ctx); err != nil {
 			return fmt.Errorf("elasticsearch flush: %w", err)
@@ -365,7 +426,14 @@ func (s *Elasticsearch) waitSettled(ctx context.Context, d time.Duration) bool {
 // and are reported as failed, their writes kept pending by the crawler.
 func (s *Elasticsearch) Close(ctx context.Context) error {
 	err := s.Flush(ctx)
+	s.closeMu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.queue)
+	}
+	s.closeMu.Unlock()
 	s.stop()
+	<-s.pumpDone
 	if cerr := s.bulk.Close(ctx); err == nil && cerr != nil && !errors.Is(cerr, esutil.ErrIndexerClosed) {
 		err = cerr
 	}
