@@ -109,6 +109,9 @@ func (f *Frontier) committer() {
 				break drain
 			}
 		}
+		// Nobody waits on a batch of asynchronous changes alone, so it may
+		// wait a little for more: most of a commit's cost is its syncs and
+		// the tree pages it rewrites, which the changes in it share.
 		if !waiting && len(batch) < lingerOps {
 			linger.Reset(lingerFor)
 		gather:
@@ -132,6 +135,7 @@ func (f *Frontier) committer() {
 	}
 }
 
+// A batch of asynchronous changes alone waits up to lingerFor for lingerOps.
 const (
 	lingerFor = 2 * time.Millisecond
 	lingerOps = 48
