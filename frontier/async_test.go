@@ -123,33 +123,29 @@ func TestAddQueuesAURLAgainAfterItWasDeletedInTheSameCycle(t *testing.T) {
 
 func TestSeenSetStaysCorrectWhenItFillsUpAndWhenTheCycleChanges(t *testing.T) {
 	s := newSeenSet(1 << 12)
-	urls := func(from, to int) func(func(string) bool) {
-		return func(yield func(string) bool) {
-			for i := from; i < to; i++ {
-				if !yield("http://a.example/" + string(rune('a'+i%26)) + "/" + strconv.Itoa(i)) {
-					return
-				}
-			}
-		}
+	url := func(i int) string { return "http://a.example/" + string(rune('a'+i%26)) + "/" + strconv.Itoa(i) }
+	keys := make([]uint64, 10000)
+	for i := range keys {
+		keys[i] = LinkKey(url(i))
 	}
-	s.add(1, urls(0, 10000)) // more than the set holds: it starts over when full
+	s.add(1, keys, nil) // more than the set holds: it starts over when full
 	recent := 0
-	for u := range urls(9000, 10000) {
-		if s.has(1, u) {
+	for i := 9000; i < 10000; i++ {
+		if s.has(1, LinkKey(url(i))) {
 			recent++
 		}
 	}
 	if recent == 0 {
 		t.Error("the most recent URLs were all forgotten")
 	}
-	if s.has(1, "http://a.example/never") {
+	if s.has(1, LinkKey("http://a.example/never")) {
 		t.Error("has reports a URL never added")
 	}
-	last := "http://a.example/" + string(rune('a'+9999%26)) + "/9999"
-	if !s.has(1, last) {
+	last := url(9999)
+	if !s.has(1, LinkKey(last)) {
 		t.Errorf("the last URL added, %s, is not reported seen", last)
 	}
-	if s.has(2, last) {
+	if s.has(2, LinkKey(last)) {
 		t.Error("a URL seen in cycle 1 is reported seen in cycle 2")
 	}
 	if s.n*4 > len(s.slots)*3 || len(s.slots) > 1<<12 {
@@ -166,7 +162,7 @@ func TestUpdateBatchMakesEachChangeAndReportsEachRefusal(t *testing.T) {
 	refused := errors.New("no")
 	ev := Event{Kind: EventWriteDone}
 	changes := []Change{
-		{URL: "http://a.example/", Event: &ev, Fn: func(r *Record) error { r.Pending, r.Indexed = "", true; return nil }},
+		{URL: "http://a.example/", Events: []Event{ev}, Fn: func(r *Record) error { r.Pending, r.Indexed = "", true; return nil }},
 		{URL: "http://a.example/missing", Fn: func(r *Record) error { return nil }},
 		{URL: "http://a.example/x", Fn: func(r *Record) error { return refused }},
 	}

@@ -368,6 +368,7 @@ func (f *Frontier) Add(items ...Item) (int, error) {
 type queueing struct {
 	f     *Frontier
 	items []Item
+	keys  []uint64 // each item's LinkKey: the seen set's key, and the page's outlinks
 	cycle uint64
 	skip  []bool // known this cycle: nothing to do
 	left  int
@@ -379,12 +380,13 @@ func (q *queueing) prepare(f *Frontier, items []Item) error {
 			return err
 		}
 	}
-	*q = queueing{f: f, items: items, cycle: f.cycle.Load(), left: len(items)}
+	*q = queueing{f: f, items: items, keys: make([]uint64, len(items)), cycle: f.cycle.Load(), left: len(items)}
 	// Items that could change nothing are left out: known this cycle, and
 	// neither a Start item (which may be requeued) nor carrying a Lastmod.
 	for i := range items {
 		it := &items[i]
-		if it.Class != Start && it.Lastmod.IsZero() && f.seen.has(q.cycle, it.URL) {
+		q.keys[i] = LinkKey(it.URL)
+		if it.Class != Start && it.Lastmod.IsZero() && f.seen.has(q.cycle, q.keys[i]) {
 			if q.skip == nil {
 				q.skip = make([]bool, len(items))
 			}
@@ -458,13 +460,7 @@ func (q *queueing) remember() {
 	if q.f == nil { // nothing was queued
 		return
 	}
-	q.f.seen.add(q.cycle, func(yield func(string) bool) {
-		for i := range q.items {
-			if (q.skip == nil || !q.skip[i]) && !yield(q.items[i].URL) {
-				return
-			}
-		}
-	})
+	q.f.seen.add(q.cycle, q.keys, q.skip)
 }
 
 // Exclude records URLs that were found but fall outside the crawl space,
@@ -564,7 +560,10 @@ func (f *Frontier) Update(url string, fn func(*Record) error) error {
 }
 
 func (f *Frontier) update(url string, ev *Event, fn func(*Record) error) error {
-	c := []Change{{URL: url, Event: ev, Fn: fn}}
+	c := []Change{{URL: url, Fn: fn}}
+	if ev != nil {
+		c[0].Events = []Event{*ev}
+	}
 	if err := f.UpdateBatch(c); err != nil {
 		return err
 	}
@@ -572,37 +571,47 @@ func (f *Frontier) update(url string, ev *Event, fn func(*Record) error) error {
 }
 
 // Change is one record edit of UpdateBatch: Fn changes the record as
-// Update's fn does, and Event, when set, is appended to its history.
+// Update's fn does, and Events are appended to its history.
 type Change struct {
-	URL   string
-	Event *Event
-	Fn    func(*Record) error
-	// Err is set by UpdateBatch: ErrNotFound, ErrLeased, or the error Fn or
-	// the changed record's check returned; the change was not made.
-	Err error
+	URL    string
+	Events []Event
+	Fn     func(*Record) error
+	// Set by UpdateBatch. Err is ErrNotFound, ErrLeased, or the error Fn or
+	// the changed record's check returned: the change was not made.
+	// Otherwise Record is the record as stored.
+	Err    error
+	Record Record
 }
 
 // UpdateBatch makes changes as Update and UpdateLog each would, in one
 // transaction, in order. It returns an error only when the transaction
-// failed; each change's own refusal is in its Err.
+// failed; each change's own refusal is in its Err. Fn may run more than
+// once and must not call the Frontier.
 func (f *Frontier) UpdateBatch(changes []Change) error {
-	var eff effects
+	var (
+		eff     effects
+		orphans bool
+	)
 	cl := claims{f: f}
 	err := f.write(func(tx *bolt.Tx) error {
 		eff.reset()
+		orphans = false
 		w := newWtx(tx)
 		for i := range changes {
 			c := &changes[i]
-			var err error
-			if c.Err, err = f.change(w, c.URL, c.Fn, &cl, &eff); err != nil {
+			key, err := f.change(w, c, &cl, &eff)
+			if err != nil {
 				return err
 			}
-			if c.Err != nil || c.Event == nil {
+			if c.Err != nil {
 				continue
 			}
-			e := *c.Event
-			if err := f.event(w, w.bytes(c.URL), &e); err != nil {
-				return err
+			orphans = orphans || c.Record.Orphan
+			for j := range c.Events {
+				e := c.Events[j]
+				if err := f.event(w, key, &e); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -612,56 +621,70 @@ func (f *Frontier) UpdateBatch(changes []Change) error {
 		return err
 	}
 	f.applyQueued(&eff)
+	if orphans {
+		// A URL excluded as an orphan must be new to Add again.
+		f.seen.reset()
+	}
 	return nil
 }
 
-// change applies fn to url's record within w's transaction; res is a
-// refusal (nothing written), err a failure of the transaction.
-func (f *Frontier) change(w *wtx, url string, fn func(*Record) error, cl *claims, eff *effects) (res, err error) {
-	key := w.bytes(url)
+// change makes c within w's transaction: c.Err is a refusal (nothing
+// written), c.Record the record as stored; err is a failure of the
+// transaction. It returns the URL's key.
+func (f *Frontier) change(w *wtx, c *Change, cl *claims, eff *effects) (key []byte, err error) {
+	url := c.URL
+	c.Err, c.Record = nil, Record{}
+	key = w.bytes(url)
 	v := w.u.Get(key)
 	if v == nil {
-		return ErrNotFound, nil
+		c.Err = ErrNotFound
+		return key, nil
 	}
 	var old Record
 	if err := decodeRecord(url, v, &old, true); err != nil {
-		return nil, err
+		return key, err
 	}
 	rec := old
 	leased := old.State == Waiting && !cl.take(w, &old)
 	if leased {
 		rec.State = InFlight
 	}
-	if res = fn(&rec); res != nil {
-		return res, nil
+	if c.Err = c.Fn(&rec); c.Err != nil {
+		return key, nil
 	}
 	rec.URL, rec.qseq = url, old.qseq
-	if res = rec.Item.validate(); res != nil {
-		return res, nil
+	if c.Err = rec.Item.validate(); c.Err != nil {
+		return key, nil
 	}
 	if leased {
 		if rec.State != InFlight {
-			return ErrLeased, nil
+			c.Err = ErrLeased
+			return key, nil
 		}
 		rec.State = Waiting
-		return nil, w.put(key, &rec, old.Pending != "")
+		c.Record = rec
+		return key, w.put(key, &rec, old.Pending != "")
 	}
 	if rec.State >= numStates || rec.State == InFlight {
-		return fmt.Errorf("frontier: %s: cannot set state %s", url, rec.State), nil
+		c.Err = fmt.Errorf("frontier: %s: cannot set state %s", url, rec.State)
+		return key, nil
 	}
 	moved := old.State == Waiting && rec.State == Waiting && level(rec.Class, rec.Shift) != level(old.Class, old.Shift)
 	if old.State == Waiting && (rec.State != Waiting || moved) {
 		if err := w.dequeue(&old); err != nil {
-			return nil, err
+			return key, err
 		}
 	}
 	if rec.State == Waiting && (old.State != Waiting || moved) {
-		return nil, w.enqueueHad(&rec, key, eff, old.Pending != "")
+		err = w.enqueueHad(&rec, key, eff, old.Pending != "")
+		c.Record = rec
+		return key, err
 	}
 	if rec.State != Waiting {
 		rec.qseq = 0
 	}
-	return nil, w.put(key, &rec, old.Pending != "")
+	c.Record = rec
+	return key, w.put(key, &rec, old.Pending != "")
 }
 
 // Delete forgets a URL (Exalead: the status of a URL in permanent error is

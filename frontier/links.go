@@ -3,6 +3,7 @@ package frontier
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -188,64 +189,43 @@ func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
 // Frontier.
 func (f *Frontier) UpdateEach(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
 	var out []Record
+	changes := make([]Change, 0, min(len(urls), writeChunk))
 	for len(urls) > 0 {
 		chunk := urls[:min(len(urls), writeChunk)]
 		urls = urls[len(chunk):]
-		base := len(out)
-		var eff effects
-		err := f.write(func(tx *bolt.Tx) error {
-			out = out[:base]
-			eff.reset()
-			w := newWtx(tx)
-			for _, u := range chunk {
-				key := w.bytes(u)
-				v := w.u.Get(key)
-				if v == nil {
-					continue
-				}
-				var rec Record
-				if err := decodeRecord(u, v, &rec, true); err != nil {
-					return fmt.Errorf("%w: %s", err, u)
-				}
-				if rec.State == Waiting {
-					continue
-				}
-				hadPending := rec.Pending != ""
-				ok, evs := fn(&rec)
-				if !ok {
-					continue
-				}
-				rec.URL, rec.qseq = u, 0
-				if err := rec.Item.validate(); err != nil {
-					return err
-				}
-				if rec.State >= numStates || rec.State == InFlight {
-					return fmt.Errorf("frontier: %s: cannot set state %s", u, rec.State)
-				}
-				var err error
-				if rec.State == Waiting {
-					err = w.enqueueHad(&rec, key, &eff, hadPending)
-				} else {
-					err = w.put(key, &rec, hadPending)
-				}
-				if err != nil {
-					return err
-				}
-				for i := range evs {
-					if err := f.event(w, key, &evs[i]); err != nil {
-						return err
-					}
-				}
-				out = append(out, rec)
-			}
-			return nil
-		})
-		if err != nil {
-			return out[:base], err
+		changes = changes[:0]
+		for _, u := range chunk {
+			changes = append(changes, Change{URL: u})
 		}
-		f.applyQueued(&eff)
+		for i := range changes {
+			c := &changes[i]
+			c.Fn = func(r *Record) error {
+				if r.State == Waiting || r.State == InFlight {
+					return errUnchanged
+				}
+				ok, evs := fn(r)
+				if !ok {
+					return errUnchanged
+				}
+				c.Events = evs
+				return nil
+			}
+		}
+		if err := f.UpdateBatch(changes); err != nil {
+			return out, err
+		}
+		for _, c := range changes {
+			switch {
+			case c.Err == nil:
+				out = append(out, c.Record)
+			case errors.Is(c.Err, errUnchanged), errors.Is(c.Err, ErrNotFound):
+			default:
+				return out, c.Err
+			}
+		}
 	}
-	// A URL it excluded as an orphan must be new to Add again.
-	f.seen.reset()
 	return out, nil
 }
+
+// errUnchanged is UpdateEach's refusal of a change its fn did not make.
+var errUnchanged = errors.New("frontier: unchanged")

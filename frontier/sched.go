@@ -484,11 +484,12 @@ type Outcome struct {
 	// History holds more events to append to the URL's history after the
 	// outcome's own (an index write handed to the sink, say).
 	History []Event
-	// ReadLinks replaces the page's stored outlinks with Links (none when
-	// empty), in the same transaction, and sets Record.HasLinks; without it
-	// the stored ones stay, as for a 304 or an error that says nothing of
-	// the page. Links are the LinkKey of each URL the page leads to (links,
-	// a redirect or canonical target); Complete sorts them in place.
+	// ReadLinks replaces the page's stored outlinks, in the same
+	// transaction, with the URLs of Found.Links and Links (none when both are
+	// empty), and sets Record.HasLinks; without it the stored ones stay, as
+	// for a 304 or an error that says nothing of the page. Links are the
+	// LinkKey of other URLs the page leads to (a redirect or canonical
+	// target); Complete sorts them in place.
 	ReadLinks bool
 	Links     []uint64
 	// Found, when set, holds what the fetched page links to. Its links are
@@ -623,7 +624,7 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 		}
 	}
 	if o.ReadLinks {
-		o.Links = compactLinks(o.Links)
+		o.Links = compactLinks(append(o.Links, c.q.keys...))
 	}
 	url, now, eff, q := l.rec.URL, c.now, &c.eff, &c.q
 	c.fn = func(tx *bolt.Tx) error {

@@ -1,9 +1,6 @@
 package frontier
 
-import (
-	"hash/maphash"
-	"sync"
-)
+import "sync"
 
 // seenSet remembers URLs that Add has already brought up to date in the
 // current cycle, so the links a page shares with its neighbours (a site's
@@ -12,13 +9,13 @@ import (
 // goes to the store as before, and it forgets everything when the cycle
 // changes, when a URL is deleted, or when it is full.
 //
-// It keys on 64-bit hashes of the URL, as Heritrix's and Mercator's URL-seen
-// tests do: two URLs sharing a hash in a crawl of 5 million is a chance of
-// about one in a million, and would only delay the second URL to the next
-// cycle, when the set starts empty.
+// It keys on LinkKey, the 64-bit hash the stored outlinks use too, as
+// Heritrix's and Mercator's URL-seen tests key on fingerprints: two URLs
+// sharing a hash in a crawl of 5 million is a chance of about one in a
+// million, and would only delay the second URL to the next cycle, when the
+// set starts empty.
 type seenSet struct {
 	mu    sync.Mutex
-	seed  maphash.Seed
 	cycle uint64
 	slots []uint64 // open addressing; 0 marks an empty slot
 	n     int
@@ -32,20 +29,15 @@ const (
 )
 
 func newSeenSet(maxSlots int) *seenSet {
-	return &seenSet{seed: maphash.MakeSeed(), max: maxSlots}
+	return &seenSet{max: maxSlots}
 }
 
-func (s *seenSet) hash(url string) uint64 {
-	h := maphash.String(s.seed, url)
-	if h == 0 {
-		h = 1
-	}
-	return h
-}
+// slotKey keeps 0 free to mark empty slots.
+func slotKey(k uint64) uint64 { return max(k, 1) }
 
-// has reports whether url was recorded in cycle.
-func (s *seenSet) has(cycle uint64, url string) bool {
-	h := s.hash(url)
+// has reports whether key was recorded in cycle.
+func (s *seenSet) has(cycle, key uint64) bool {
+	h := slotKey(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cycle != cycle || s.slots == nil {
@@ -62,16 +54,18 @@ func (s *seenSet) has(cycle uint64, url string) bool {
 	}
 }
 
-// add records urls as brought up to date in cycle.
-func (s *seenSet) add(cycle uint64, urls func(yield func(string) bool)) {
+// add records keys as brought up to date in cycle, but those skip marks.
+func (s *seenSet) add(cycle uint64, keys []uint64, skip []bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cycle != cycle {
 		s.clearLocked()
 		s.cycle = cycle
 	}
-	for u := range urls {
-		s.insertLocked(s.hash(u))
+	for i, k := range keys {
+		if skip == nil || !skip[i] {
+			s.insertLocked(slotKey(k))
+		}
 	}
 }
 

@@ -158,8 +158,7 @@ func (c *Crawler) acknowledge(acks []ack) {
 	changes := make([]frontier.Change, len(acks))
 	for i, a := range acks {
 		res := a.res
-		ev := ackEvent(res)
-		changes[i] = frontier.Change{URL: res.URL, Event: &ev, Fn: func(r *frontier.Record) error {
+		changes[i] = frontier.Change{URL: res.URL, Events: []frontier.Event{ackEvent(res)}, Fn: func(r *frontier.Record) error {
 			r.Pending = ""
 			switch {
 			case res.Outcome == sink.Failed:

@@ -169,7 +169,6 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 		ReadLinks: true}
 	if follow && config.Bool(src.cfg.Discovery, true) {
 		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
-		outcome.Links = linkKeys(outcome.Found.Links)
 	}
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
@@ -258,16 +257,6 @@ func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, o
 		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: refused.rule[reason], Items: items})
 	}
 	return fd
-}
-
-// linkKeys are the page's outlinks as the frontier stores them: every URL
-// it leads to within the crawl space, queued now or known already.
-func linkKeys(items []frontier.Item) []uint64 {
-	out := make([]uint64, len(items))
-	for i := range items {
-		out[i] = frontier.LinkKey(items[i].URL)
-	}
-	return out
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
