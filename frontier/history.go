@@ -34,8 +34,8 @@ type EventKind uint8
 const (
 	EventQueued      EventKind = iota + 1 // queued by Add (Source, Class, Depth, Via)
 	EventRefused                          // found outside the crawl space (Exclude; Reason)
-	EventRequeued                         // queued again by a sweep: aged check, clear-errors, a rebuild (Class)
-	EventDropped                          // taken out of its queue by Drop (Reason)
+	EventRequeued                         // queued again: aged check, clear-errors, a rebuild, a config change, an orphan linked again (Class; Reason or Detail says which)
+	EventDropped                          // taken out of the crawl by Drop, or by Reapply after a config change (Reason)
 	EventFetched                          // fetched (Status, Bytes, Took; Detail: a redirect or canonical target)
 	EventError                            // a permanent error (Reason, Status)
 	EventExcluded                         // excluded when leased or after its fetch (Reason, Detail)

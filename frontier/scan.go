@@ -132,18 +132,34 @@ func (f *Frontier) Counts() (map[string]*SourceCounts, error) {
 			c = &SourceCounts{Reasons: make(map[State]map[string]int)}
 			out[r.Source] = c
 		}
-		c.States[r.State]++
-		if r.State == Error || r.State == Excluded {
-			m := c.Reasons[r.State]
-			if m == nil {
-				m = make(map[string]int)
-				c.Reasons[r.State] = m
-			}
-			m[r.Reason]++
-		}
+		c.Add(r)
 		return nil
 	})
 	return out, err
+}
+
+// Add counts r.
+func (c *SourceCounts) Add(r *Record) {
+	c.States[r.State]++
+	if r.State == Error || r.State == Excluded {
+		if c.Reasons == nil {
+			c.Reasons = make(map[State]map[string]int)
+		}
+		m := c.Reasons[r.State]
+		if m == nil {
+			m = make(map[string]int)
+			c.Reasons[r.State] = m
+		}
+		m[r.Reason]++
+	}
+}
+
+// AgedCheckDue reports whether RequeueDue would queue r for an aged check
+// with olderThan: Fetched or in Error and last checked before it, or
+// Fetched with a sitemap lastmod newer than its fetch.
+func AgedCheckDue(r *Record, olderThan time.Time) bool {
+	return (r.State == Fetched || r.State == Error) && r.CheckedAt.Before(olderThan) ||
+		r.State == Fetched && r.Lastmod.After(r.FetchedAt)
 }
 
 // sweep walks every record whose stored state is in states, in write
@@ -257,8 +273,7 @@ func (f *Frontier) RequeueDue(source string, olderThan time.Time) (int, error) {
 		if source != "" && r.Source != source {
 			return false, nil
 		}
-		due := r.CheckedAt.Before(olderThan) || r.State == Fetched && r.Lastmod.After(r.FetchedAt)
-		if !due {
+		if !AgedCheckDue(r, olderThan) {
 			return false, nil
 		}
 		return true, requeue(w, key, r, Refresh, eff, "aged_check")

@@ -251,7 +251,6 @@ func (f *Frontier) Stats() Stats {
 type Lease struct {
 	f     *Frontier
 	h     *host
-	id    uint32 // h.id, read by the commit without f.mu
 	rec   Record
 	level uint8
 	seq   uint64
@@ -420,7 +419,7 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (*Lease, error) {
 			}
 			h.vtime = s.pass
 			s.pass += levelStride(s.level)
-			return &Lease{f: f, h: h, id: h.id, rec: rec, level: s.level, seq: seq}, nil
+			return &Lease{f: f, h: h, rec: rec, level: s.level, seq: seq}, nil
 		}
 		f.deactivate(h, s.level)
 	}
@@ -567,8 +566,7 @@ func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
 		if err == nil {
 			c.finishLocked(l)
 		} else {
-			delete(f.leases, l.rec.URL)
-			f.rewind(l.h, l.level, l.seq, f.now())
+			l.giveBackLocked()
 		}
 		f.mu.Unlock()
 		done(err)
@@ -580,9 +578,8 @@ func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
 	if err != nil {
 		// The frontier is closing: give the URL back, as Release would.
 		f.mu.Lock()
-		delete(f.leases, l.rec.URL)
+		l.giveBackLocked()
 		f.working--
-		f.rewind(l.h, l.level, l.seq, f.now())
 		f.signal()
 		f.mu.Unlock()
 	}
@@ -722,7 +719,7 @@ func (l *Lease) freeSlotLocked(o *Outcome, c *completion) {
 func (c *completion) finishLocked(l *Lease) {
 	f := l.f
 	delete(f.leases, l.rec.URL)
-	f.garbage = append(f.garbage, putQKey(nil, l.id, l.level, l.seq))
+	f.garbage = append(f.garbage, putQKey(nil, l.h.id, l.level, l.seq))
 	f.applyQueuedLocked(&c.eff, c.now)
 }
 
@@ -736,11 +733,17 @@ func (l *Lease) Release() {
 	f := l.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.leases, l.rec.URL)
 	l.h.inflight--
+	l.giveBackLocked()
 	f.working--
-	f.rewind(l.h, l.level, l.seq, f.now())
 	f.signal()
+}
+
+// giveBackLocked ends a lease without an outcome: the URL, still Waiting on
+// disk, is free to be leased again from its place in the queue.
+func (l *Lease) giveBackLocked() {
+	delete(l.f.leases, l.rec.URL)
+	l.f.rewind(l.h, l.level, l.seq, l.f.now())
 }
 
 // claims hold Waiting URLs an op is changing, so that TryNext does not lease

@@ -10,10 +10,11 @@ import "sync"
 // changes, when a URL is deleted, or when it is full.
 //
 // It keys on LinkKey, the 64-bit hash the stored outlinks use too, as
-// Heritrix's and Mercator's URL-seen tests key on fingerprints: two URLs
+// Heritrix's and Mercator's URL-seen tests key on fingerprints. Two URLs
 // sharing a hash in a crawl of 5 million is a chance of about one in a
-// million, and would only delay the second URL to the next cycle, when the
-// set starts empty.
+// million; the hash is the same in every cycle, so the one met second would
+// be skipped as a link whenever the other was met first in the cycle, as it
+// would already stand for the other in the stored outlinks.
 type seenSet struct {
 	mu    sync.Mutex
 	cycle uint64
@@ -32,6 +33,10 @@ func newSeenSet(maxSlots int) *seenSet {
 	return &seenSet{max: maxSlots}
 }
 
+// spread mixes a key's high bits into the low ones that pick its slot:
+// FNV-1a's low bits are its weakest.
+func spread(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> 32 }
+
 // slotKey keeps 0 free to mark empty slots.
 func slotKey(k uint64) uint64 { return max(k, 1) }
 
@@ -44,7 +49,7 @@ func (s *seenSet) has(cycle, key uint64) bool {
 		return false
 	}
 	mask := uint64(len(s.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := spread(h) & mask; ; i = (i + 1) & mask {
 		switch s.slots[i] {
 		case h:
 			return true
@@ -77,7 +82,7 @@ func (s *seenSet) insertLocked(h uint64) {
 		s.growLocked()
 	}
 	mask := uint64(len(s.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := spread(h) & mask; ; i = (i + 1) & mask {
 		switch s.slots[i] {
 		case h:
 			return
@@ -98,7 +103,7 @@ func (s *seenSet) growLocked() {
 		if h == 0 {
 			continue
 		}
-		i := h & mask
+		i := spread(h) & mask
 		for s.slots[i] != 0 {
 			i = (i + 1) & mask
 		}

@@ -61,6 +61,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/robots"
 	"golang.org/x/net/html/atom"
 )
 
@@ -222,7 +223,7 @@ func New(cfg *config.Config, src *config.Source) (*Extractor, error) {
 		x.meta[k.name] = &metaRule{kind: k.kind, slot: k.slot}
 	}
 	x.agents = []string{ownAgent}
-	if tok := productToken(cfg.UserAgent); tok != "" && tok != ownAgent {
+	if tok := strings.ToLower(robots.ProductToken(cfg.UserAgent)); tok != "" && tok != ownAgent {
 		x.agents = append(x.agents, tok)
 		if x.meta[tok] == nil {
 			x.meta[tok] = &metaRule{kind: metaRobots}
@@ -303,17 +304,6 @@ func validToken(s string) bool {
 	return s != "" && !strings.ContainsAny(s, " \t\r\n\f<>/\"'=")
 }
 
-// productToken is the first word of a User-Agent without its version,
-// lower-cased: "ExampleBot/2.0 (+http://…)" gives "examplebot".
-func productToken(ua string) string {
-	f := strings.Fields(ua)
-	if len(f) == 0 {
-		return ""
-	}
-	tok, _, _ := strings.Cut(f[0], "/")
-	return strings.ToLower(tok)
-}
-
 func (x *Extractor) removesKey(k uint64) bool {
 	return slices.Contains(x.removeKeys, k)
 }
@@ -354,7 +344,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	d.Depth = page.Depth
 
 	if v := page.Header.Get("Last-Modified"); v != "" {
-		if t, ok := parseDate(v); ok {
+		if t, ok := parseHeaderDate(v); ok {
 			p.modified[modifiedSlots-1] = t
 		}
 	}

@@ -123,6 +123,19 @@ func parseDate(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// parseHeaderDate is parseDate for a header, which almost always holds an
+// HTTP date: that form is tried first, rather than after the thirteen
+// layouts before it in dateLayouts, none of which an HTTP date can match.
+func parseHeaderDate(s string) (time.Time, bool) {
+	if t, err := http.ParseTime(strings.TrimSpace(s)); err == nil {
+		if y := t.Year(); y < 1000 || y > 9999 {
+			return time.Time{}, false
+		}
+		return t.UTC(), true
+	}
+	return parseDate(s)
+}
+
 // normLanguage turns a language tag into its lower-case form ("en-GB" and
 // "en_gb" both become "en-gb"); a list ("en, de") gives its first entry.
 // Values that are no language tag are dropped.

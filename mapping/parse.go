@@ -267,7 +267,7 @@ func (p *parser) text(t []byte) {
 
 func allSpace(b []byte) bool {
 	for _, c := range b {
-		if c != ' ' && c != '\n' && c != '\t' && c != '\r' && c != '\f' {
+		if !isSpace(c) {
 			return false
 		}
 	}
@@ -639,11 +639,11 @@ func (p *parser) comment(t []byte) {
 func parseAttrs(raw []byte, dst []attr) []attr {
 	n := len(raw)
 	i := 1
-	for i < n && !isTagSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
+	for i < n && !isSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
 		i++
 	}
 	for {
-		for i < n && isTagSpace(raw[i]) {
+		for i < n && isSpace(raw[i]) {
 			i++
 		}
 		if i >= n || raw[i] == '>' {
@@ -655,14 +655,14 @@ func parseAttrs(raw []byte, dst []attr) []attr {
 			if c == '=' && i > k0 {
 				break
 			}
-			if isTagSpace(c) || c == '/' || c == '>' {
+			if isSpace(c) || c == '/' || c == '>' {
 				break
 			}
 			i++
 		}
 		k1 := i
 		v0, v1 := i, i
-		for i < n && isTagSpace(raw[i]) {
+		for i < n && isSpace(raw[i]) {
 			i++
 		}
 		if i < n {
@@ -673,7 +673,7 @@ func parseAttrs(raw []byte, dst []attr) []attr {
 			case c != '=':
 				i--
 			default:
-				for i < n && isTagSpace(raw[i]) {
+				for i < n && isSpace(raw[i]) {
 					i++
 				}
 				if i < n {
@@ -692,7 +692,7 @@ func parseAttrs(raw []byte, dst []attr) []attr {
 						}
 					default:
 						v0 = i
-						for i < n && !isTagSpace(raw[i]) && raw[i] != '>' {
+						for i < n && !isSpace(raw[i]) && raw[i] != '>' {
 							i++
 						}
 						v1 = i
@@ -704,10 +704,6 @@ func parseAttrs(raw []byte, dst []attr) []attr {
 			dst = append(dst, attr{k0, k1, v0, v1})
 		}
 	}
-}
-
-func isTagSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f'
 }
 
 func hasAttrName(raw []byte, attrs []attr, name []byte) bool {

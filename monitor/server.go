@@ -43,7 +43,6 @@ type Server struct {
 	nextCycle time.Time
 
 	srv *http.Server
-	ln  net.Listener
 }
 
 // NewServer prepares the server; Start listens.
@@ -70,7 +69,6 @@ func (s *Server) Start(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ln = ln
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

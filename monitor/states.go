@@ -153,16 +153,8 @@ func (s *States) count() (*Snapshot, error) {
 			st = &SourceState{SourceCounts: frontier.SourceCounts{Reasons: map[frontier.State]map[string]int{}}}
 			snap.Sources[r.Source] = st
 		}
-		st.States[r.State]++
-		if r.State == frontier.Error || r.State == frontier.Excluded {
-			m := st.Reasons[r.State]
-			if m == nil {
-				m = map[string]int{}
-				st.Reasons[r.State] = m
-			}
-			m[r.Reason]++
-		}
-		if cut, ok := cuts[r.Source]; ok && agedCheckDue(&r, cut) {
+		st.Add(&r)
+		if cut, ok := cuts[r.Source]; ok && frontier.AgedCheckDue(&r, cut) {
 			st.AgedCheckDue++
 		}
 		return nil
@@ -173,10 +165,4 @@ func (s *States) count() (*Snapshot, error) {
 	snap.At = s.now()
 	snap.Took = snap.At.Sub(start)
 	return snap, nil
-}
-
-// agedCheckDue is frontier.RequeueDue's test: what the next cycle revisits.
-func agedCheckDue(r *frontier.Record, cut time.Time) bool {
-	return (r.State == frontier.Fetched || r.State == frontier.Error) && r.CheckedAt.Before(cut) ||
-		r.State == frontier.Fetched && r.Lastmod.After(r.FetchedAt)
 }

@@ -270,7 +270,7 @@ func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Ti
 	var due []*source
 	next := time.Time{}
 	for _, src := range c.order {
-		at, err := c.nextDiscovery(src)
+		at, err := NextDiscovery(c.front, src.cfg)
 		if err != nil {
 			return nil, now, err
 		}
@@ -284,19 +284,6 @@ func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Ti
 	}
 	report, err := c.crawl(ctx, due)
 	return report, next, err
-}
-
-// nextDiscovery is when src's start URLs are next due.
-func (c *Crawler) nextDiscovery(src *source) (time.Time, error) {
-	raw, err := c.front.GetMeta(metaDiscovered + src.cfg.Name)
-	if err != nil || raw == nil {
-		return time.Time{}, err
-	}
-	var last time.Time
-	if err := last.UnmarshalText(raw); err != nil {
-		return time.Time{}, nil
-	}
-	return last.Add(src.cfg.DiscoveryInterval.D()), nil
 }
 
 func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
@@ -646,12 +633,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	}
 	// A site behind authentication serves its robots.txt behind it too;
 	// without the credentials a 401 would read as "everything allowed".
-	if src.own[frontier.HostKey(robotsURL)] {
-		for k, v := range src.headers {
-			req.Header[k] = v
-		}
-	}
-	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	src.setHeaders(req.Header, robotsURL, c.cfg.UserAgent)
 	res, err := src.robotsClient.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -128,12 +128,7 @@ func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim 
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	if src.own[frontier.HostKey(fu)] {
-		for k, v := range src.headers {
-			req.Header[k] = v
-		}
-	}
+	src.setHeaders(req.Header, fu, c.cfg.UserAgent)
 	res, err := src.client.Do(req)
 	if err != nil {
 		return nil, err

@@ -219,7 +219,7 @@ func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
 	err = c.front.ForEach("", func(r frontier.Record) error {
 		in := reached.Has(r.URL)
 		if !in {
-			if decide[r.Source] != nil && r.State == frontier.Fetched && r.Indexed && r.Pending == "" {
+			if decide[r.Source] != nil && holdsDocument(&r) {
 				s.found[r.Source] = append(s.found[r.Source], r.URL)
 			}
 			return nil

@@ -76,12 +76,7 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 	cctx := colly.NewContext()
 	cctx.Put(resultKey, res)
 	hdr := http.Header{}
-	if src.own[frontier.HostKey(it.URL)] {
-		for k, v := range src.headers {
-			hdr[k] = v
-		}
-	}
-	hdr.Set("User-Agent", c.cfg.UserAgent)
+	src.setHeaders(hdr, it.URL, c.cfg.UserAgent)
 	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
 	// A lease's record always reads InFlight: what the URL holds is told by
 	// its bookkeeping. A write still pending must fetch the page whole.
@@ -529,11 +524,7 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 			c.delays.Store(lease.HostKey(), d)
 		}
 	}
-	pq := u.EscapedPath()
-	if u.RawQuery != "" {
-		pq += "?" + u.RawQuery
-	}
-	allowed, line := r.Test(c.agent, pq)
+	allowed, line := r.Test(c.agent, u.RequestURI())
 	if !allowed {
 		return false, u.Scheme + "://" + u.Host + "/" + line
 	}

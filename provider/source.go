@@ -151,3 +151,15 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 	})
 	return coll
 }
+
+// setHeaders sets the headers of a request for rawURL: the source's own
+// headers when the URL is on one of its hosts (credentials go nowhere else),
+// then the crawler's User-Agent, which a configured header does not replace.
+func (s *source) setHeaders(h http.Header, rawURL, userAgent string) {
+	if s.own[frontier.HostKey(rawURL)] {
+		for k, v := range s.headers {
+			h[k] = v
+		}
+	}
+	h.Set("User-Agent", userAgent)
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 	"golang.org/x/text/runes"
@@ -107,11 +108,22 @@ func normFold(s string, fl field) string {
 	} else if d, err := url.PathUnescape(s); err == nil {
 		s = d
 	}
-	t := transform.Chain(norm.NFD, foldAccents, norm.NFC)
-	if r, _, err := transform.String(t, s); err == nil {
-		s = r
+	if !isASCII(s) { // decomposing, dropping marks and recomposing leave ASCII as it is
+		t := transform.Chain(norm.NFD, foldAccents, norm.NFC)
+		if r, _, err := transform.String(t, s); err == nil {
+			s = r
+		}
 	}
 	return strings.ToLower(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *mnode) eval(f *urlFields) bool {

@@ -27,7 +27,7 @@ import (
 // index and points the configured alias at it when the writes are done.
 //
 // Transport failures and per-item 429 rejections are retried with backoff
-// until the context ends: an outage delays documents, it does not drop them.
+// until the sink is closed: an outage delays documents, it does not drop them.
 // Any other per-item failure (a mapping conflict, say) is final and reported
 // through the result callback with Elasticsearch's reason.
 type Elasticsearch struct {

@@ -100,10 +100,16 @@ type bulkMeta struct {
 	ID    string `json:"_id"`
 }
 
+// bulkAction is an action line: {"index": …} or {"delete": …}.
+type bulkAction struct {
+	Index  *bulkMeta `json:"index,omitempty"`
+	Delete *bulkMeta `json:"delete,omitempty"`
+}
+
 func (s *File) Index(_ context.Context, doc *docfields.Document) error {
 	id := docfields.ID(doc.URL)
 	return s.write(Result{ID: id, URL: doc.URL, Outcome: Written}, func() error {
-		if err := s.enc.Encode(map[string]bulkMeta{"index": {Index: s.index, ID: id}}); err != nil {
+		if err := s.enc.Encode(bulkAction{Index: &bulkMeta{Index: s.index, ID: id}}); err != nil {
 			return err
 		}
 		s.buf = append(doc.AppendJSON(s.buf[:0]), '\n')
@@ -114,7 +120,7 @@ func (s *File) Index(_ context.Context, doc *docfields.Document) error {
 
 func (s *File) Delete(_ context.Context, id, url string) error {
 	return s.write(Result{ID: id, URL: url, Delete: true, Outcome: Deleted}, func() error {
-		return s.enc.Encode(map[string]bulkMeta{"delete": {Index: s.index, ID: id}})
+		return s.enc.Encode(bulkAction{Delete: &bulkMeta{Index: s.index, ID: id}})
 	})
 }
 

@@ -108,8 +108,8 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// explainLoad loads and compiles the config, printing every problem as
-// "file:line:col: path: message" on stderr.
+// explainer decides URLs for explain, with a robots.txt cache of its own
+// (or none, offline).
 type explainer struct {
 	cfg     *config.Config
 	offline bool

@@ -175,7 +175,11 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 			for r := range st.Reasons[s] {
 				reasons = append(reasons, r)
 			}
-			sort.Slice(reasons, func(i, j int) bool { return st.Reasons[s][reasons[i]] > st.Reasons[s][reasons[j]] })
+			// By count, ties by name, so the listing reads the same every time.
+			sort.Slice(reasons, func(i, j int) bool {
+				ni, nj := st.Reasons[s][reasons[i]], st.Reasons[s][reasons[j]]
+				return ni > nj || ni == nj && reasons[i] < reasons[j]
+			})
 			for _, r := range reasons {
 				fmt.Fprintf(w, "    %-24s %d\n", r, st.Reasons[s][r])
 			}
