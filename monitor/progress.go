@@ -52,6 +52,17 @@ type rate struct {
 	i  int
 }
 
+// samples is how many samples the window holds.
+func (r *rate) samples() int {
+	k := 0
+	for _, at := range r.at {
+		if !at.IsZero() {
+			k++
+		}
+	}
+	return k
+}
+
 func (r *rate) add(t time.Time, n int) float64 {
 	r.i = (r.i + 1) % len(r.at)
 	r.at[r.i], r.n[r.i] = t, n
@@ -155,6 +166,11 @@ func (p *Progress) Lines(now time.Time) []Line {
 			p.rates[name] = rt
 		}
 		l.Rate = rt.add(now, l.Fetched)
+		if rt.samples() < 2 && elapsed > 0 {
+			// One sample gives no rate over the window yet: the first line
+			// shows the average since the cycle started rather than 0.
+			l.Rate = float64(l.Fetched) / elapsed.Seconds()
+		}
 		out = append(out, l)
 	}
 	return out
@@ -166,8 +182,14 @@ func (p *Progress) tick(now time.Time) {
 	lines := p.Lines(now)
 	if !p.Terminal {
 		for _, l := range lines {
-			p.Log.Info("progress", "source", l.Source, "fetched", l.Fetched, "queued", l.Queued,
-				"pages_per_second", fmt.Sprintf("%.1f", l.Rate), "errors", l.Errors, "elapsed", clock(l.Elapsed))
+			attrs := []any{"source", l.Source, "fetched", l.Fetched}
+			// Until the store's first count is done the queue is unknown:
+			// left out rather than logged as a number it is not.
+			if l.Queued >= 0 {
+				attrs = append(attrs, "queued", l.Queued)
+			}
+			attrs = append(attrs, "pages_per_second", fmt.Sprintf("%.1f", l.Rate), "errors", l.Errors, "elapsed", clock(l.Elapsed))
+			p.Log.Info("progress", attrs...)
 		}
 		return
 	}

@@ -112,3 +112,22 @@ func TestRateIsPagesPerSecondOverTheLastSamples(t *testing.T) {
 		t.Errorf("rate after a stall = %v, want between 0 and 5", got)
 	}
 }
+
+func TestProgressOffATerminalFirstLineLeavesOutAnUncountedQueueAndGivesTheAverageRate(t *testing.T) {
+	var logs bytes.Buffer
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := &Progress{Out: &bytes.Buffer{}, Sources: []string{"docs"},
+		Log:    slog.New(slog.NewJSONHandler(&logs, nil)),
+		Report: func() *provider.Report { return progressReport(t0, 300) }}
+	p.tick(t0.Add(30 * time.Second))
+	var rec map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &rec); err != nil {
+		t.Fatalf("%v: %s", err, logs.String())
+	}
+	if _, ok := rec["queued"]; ok {
+		t.Errorf("queued logged as %v before the store was counted", rec["queued"])
+	}
+	if rec["pages_per_second"] != "10.0" {
+		t.Errorf("first line pages_per_second = %v, want 10.0 (300 pages in 30 s)", rec["pages_per_second"])
+	}
+}

@@ -304,7 +304,7 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	if err == nil {
 		err = c.publish(flushCtx)
 	}
-	report.Finish()
+	report.Finish(err)
 	return report, err
 }
 

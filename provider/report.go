@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -58,6 +60,10 @@ type Report struct {
 	// Examples holds up to a few URLs per reason.
 	Examples []Example `json:"examples"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// Outcome is how the cycle ended: completed, interrupted (a signal;
+	// it resumes on the next start) or failed, with Error saying why.
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
 
 	mu       sync.Mutex
 	perCode  map[string]int // examples kept per reason
@@ -205,7 +211,7 @@ func (r *Report) sinkResult(res sink.Result) string {
 func (r *Report) Clone() *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := &Report{Started: r.Started, Finished: r.Finished, Seconds: r.Seconds, Sink: r.Sink,
+	out := &Report{Started: r.Started, Finished: r.Finished, Seconds: r.Seconds, Sink: r.Sink, Outcome: r.Outcome, Error: r.Error,
 		Total: r.Total.clone(), Sources: make(map[string]*Counts, len(r.Sources)),
 		Examples: slices.Clone(r.Examples), Warnings: slices.Clone(r.Warnings)}
 	for n, c := range r.Sources {
@@ -221,10 +227,26 @@ func (c *Counts) clone() Counts {
 	return out
 }
 
-// Finish stamps the end time.
-func (r *Report) Finish() {
+// How a cycle ended (Report.Outcome).
+const (
+	CycleCompleted   = "completed"
+	CycleInterrupted = "interrupted"
+	CycleFailed      = "failed"
+)
+
+// Finish stamps the end time and how the cycle ended: err is the cycle's
+// error, context.Canceled for one stopped by a signal.
+func (r *Report) Finish(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.Outcome = CycleCompleted
+	case errors.Is(err, context.Canceled):
+		r.Outcome = CycleInterrupted
+	default:
+		r.Outcome, r.Error = CycleFailed, err.Error()
+	}
 	r.Finished = time.Now().UTC()
 	r.Seconds = r.Finished.Sub(r.Started).Seconds()
 	sort.SliceStable(r.Examples, func(i, j int) bool { return r.Examples[i].Reason < r.Examples[j].Reason })
@@ -260,7 +282,14 @@ func (r *Report) Summary(w io.Writer) {
 			fmt.Fprintf(w, "  %-12s   %-22s %d\n", "", k, c.Reasons[k])
 		}
 	}
-	fmt.Fprintf(w, "crawl finished in %.1fs into %s\n", r.Seconds, r.Sink)
+	switch r.Outcome {
+	case CycleFailed:
+		fmt.Fprintf(w, "crawl FAILED after %.1fs into %s: %s\n", r.Seconds, r.Sink, r.Error)
+	case CycleInterrupted:
+		fmt.Fprintf(w, "crawl interrupted after %.1fs into %s (it resumes on the next start)\n", r.Seconds, r.Sink)
+	default:
+		fmt.Fprintf(w, "crawl finished in %.1fs into %s\n", r.Seconds, r.Sink)
+	}
 	names := make([]string, 0, len(r.Sources))
 	for n := range r.Sources {
 		if n != "" {

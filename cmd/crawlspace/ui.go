@@ -50,6 +50,8 @@ func (o output) watch(ctx context.Context, c *provider.Crawler, states *monitor.
 	}
 	o.progress.Report = c.Current
 	o.progress.States = states
+	// Counted from the start, so the first progress line has the queue.
+	states.Kick()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { o.progress.Run(ctx) })
