@@ -668,15 +668,15 @@ func (f *Frontier) takeNotesLocked() []OverBudget {
 const heldBackChunk = 256
 
 // rewindHeldBack makes the queue entries passed over for a page limit in
-// the last cycle visible again: in memory by rewinding the queues that
-// passed some, and on disk for hosts dropped since, which rebuild finds.
+// the last cycle visible again: the hosts that passed some over read their
+// queues from the start, and rebuild activates every queue with entries.
 func (f *Frontier) rewindHeldBack() error {
 	f.mu.Lock()
 	for _, h := range f.hosts {
-		for i := range h.lv {
-			if s := &h.lv[i]; s.heldBack {
-				s.last, s.heldBack = 0, false
-				f.activate(h, s.level)
+		if h.heldBack {
+			h.heldBack = false
+			for i := range h.lv {
+				h.lv[i].last = 0
 			}
 		}
 	}

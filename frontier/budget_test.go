@@ -433,3 +433,28 @@ func TestOutlinksLeaveOutURLsALimitKeptOut(t *testing.T) {
 		t.Errorf("held back %d after a second page links them again, want 4", got)
 	}
 }
+
+// Links of a page completed after the limit was met are queued and held
+// back too, and the URLs held back before are not counted again.
+func TestEachURLHeldBackIsCountedOnceWhileLinksKeepArriving(t *testing.T) {
+	var n notes
+	f := budgeted(t, "", Budget{Pages: 2}, &n)
+	mustAdd(t, f, urlsOf("a", 5)...)
+	first, second := mustLease(t, f), mustLease(t, f)
+	if l, _, err := f.TryNext(); l != nil || err != nil {
+		t.Fatalf("TryNext with the limit reserved = %v, %v; want nothing", l, err)
+	}
+	if got := n.urls(LimitPages); got != 3 {
+		t.Fatalf("held back %d, want the 3 left", got)
+	}
+	mustComplete(t, first, Outcome{State: Fetched, Status: 200})
+	// The host has nothing left to lease when this completes: its links
+	// arrive at an idle host.
+	mustComplete(t, second, Outcome{State: Fetched, Status: 200, Found: &Found{Links: urlsOf("a", 7)[5:]}})
+	if _, _, err := f.TryNext(); !errors.Is(err, ErrDone) {
+		t.Fatalf("TryNext = %v, want ErrDone", err)
+	}
+	if got := n.urls(LimitPages); got != 5 {
+		t.Errorf("held back %d, want each of the 5 waiting URLs once", got)
+	}
+}

@@ -23,9 +23,6 @@ type levelState struct {
 	// entries up to it are leased, claimed, gone or held back by a page
 	// limit, so the next seek starts after it.
 	last uint64
-	// heldBack says entries up to last were passed over for a page limit
-	// in this cycle; the next cycle rewinds the queue to them.
-	heldBack bool
 }
 
 // host is the scheduling state of one scheme://host:port with work, leases
@@ -39,6 +36,11 @@ type host struct {
 	mask     uint32 // queues that may hold entries; a hint checked on disk
 	vtime    uint64
 	lv       []levelState
+	// heldBack says pop passed over entries for a page limit in this
+	// cycle: the host is kept, idle or not, so that its queues are not
+	// read from the start again (which would pass over them twice), and
+	// the next cycle rewinds them.
+	heldBack bool
 
 	where      uint8
 	prev, next *host
@@ -124,7 +126,9 @@ func (f *Frontier) place(h *host, now time.Time) {
 		if h.inflight == 0 {
 			if !h.readyAt.After(now) {
 				f.unplace(h)
-				delete(f.hosts, h.key)
+				if !h.heldBack {
+					delete(f.hosts, h.key)
+				}
 				return
 			}
 			want = placeTimer // kept so its delay holds if work arrives
@@ -455,7 +459,7 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *Lease, more bool, _ error) {
 			}
 			if over != 0 {
 				// It waits for the next cycle, which rewinds the queue.
-				s.heldBack, f.heldBack = true, true
+				h.heldBack, f.heldBack = true, true
 				f.noteHeldBack(over, rec.Source, h.key, rec.URL)
 				if held++; held == heldBackChunk {
 					return nil, true, nil
