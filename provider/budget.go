@@ -33,7 +33,7 @@ func (c *Crawler) overBudget(n frontier.OverBudget) {
 		return
 	}
 	report.Warn(budgetWarning(n))
-	c.log.Warn("budget reached", "source", n.Source, "budget", reason, "limit", n.Max, "host", n.Host, "url", n.Example)
+	c.log.Warn("budget reached", "source", n.Source, "reason", reason, "limit", n.Max, "host", n.Host, "url", n.Example)
 }
 
 // budgetDetail is a report example's detail: the limit and where it applies.

@@ -135,7 +135,7 @@ func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
 		if n := strings.Count(strings.Join(report.Warnings, "\n"), "budget "+key); n != 1 {
 			t.Errorf("report has %d warnings of %s, want 1: %q", n, key, report.Warnings)
 		}
-		if n := strings.Count(log.String(), `msg="budget reached" source=trap budget=`+key+" "); n != 1 {
+		if n := strings.Count(log.String(), `msg="budget reached" source=trap reason=`+key+" "); n != 1 {
 			t.Errorf("log has %d lines of %s reached, want 1 whatever the URLs:\n%s", n, key, log.String())
 		}
 	}
