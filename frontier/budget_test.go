@@ -458,3 +458,12 @@ func TestEachURLHeldBackIsCountedOnceWhileLinksKeepArriving(t *testing.T) {
 		t.Errorf("held back %d, want each of the 5 waiting URLs once", got)
 	}
 }
+
+// BenchmarkNextCompleteParallelBudgeted is BenchmarkNextCompleteParallel
+// with limits that are never reached: the cost of checking and counting
+// them.
+func BenchmarkNextCompleteParallelBudgeted(b *testing.B) {
+	const never = 1 << 40
+	nextCompleteParallel(b, Options{Policy: policy(4, 0),
+		Budgets: map[string]Budget{"bench": {URLs: never, URLsPerHost: never, Hosts: never, Pages: never, PagesPerHost: never}}})
+}

@@ -139,6 +139,9 @@ type Frontier struct {
 	claimed int               // URLs claimed by changes in progress
 	busy    int               // hosts with a non-empty queue hint
 	garbage [][]byte          // stale queue keys, deleted in batches
+	wake    chan struct{}     // closed by signal when waiting
+	waiting bool
+	quit    chan struct{}
 	// pages holds the requests of the cycle under way per source (host
 	// "") and per source and host, for the page limits; heldBack says a
 	// page limit made pop pass over queued URLs in this cycle, and notes
@@ -146,9 +149,6 @@ type Frontier struct {
 	pages    map[pageKey]*pageUse
 	heldBack bool
 	notes    []OverBudget
-	wake     chan struct{} // closed by signal when waiting
-	waiting  bool
-	quit     chan struct{}
 }
 
 // Open opens or creates the store in dir.
@@ -653,9 +653,9 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 // Indexed, Pending, Target, validators…) can always change. The state can
 // change too, except for a leased URL (it reads InFlight and must stay so,
 // or ErrLeased is returned); a URL set to Waiting is queued at the tail of
-// its class, and one taken out of Waiting leaves its queue. The URL and its source cannot
-// change. ErrNotFound is returned for an unknown URL; fn's error is
-// returned as is and nothing changes.
+// its class, and one taken out of Waiting leaves its queue. The URL and
+// its source cannot change. ErrNotFound is returned for an unknown URL;
+// fn's error is returned as is and nothing changes.
 func (f *Frontier) Update(url string, fn func(*Record) error) error {
 	return f.update(url, nil, fn)
 }

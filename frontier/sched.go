@@ -677,7 +677,9 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 			}
 		}
 	}
-	var own []uint64 // a redirect's or canonical target, for outlinks without the links a limit kept out
+	// own is the outlinks of the outcome itself (a redirect's target, say),
+	// for outlinks without the links a limit keeps out.
+	var own []uint64
 	if o.ReadLinks {
 		own = slices.Clone(o.Links)
 		o.Links = compactLinks(append(o.Links, c.q.keys...))

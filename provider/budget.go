@@ -13,8 +13,8 @@ import (
 // with an example; the first time in a cycle that a source meets a limit is
 // also a warning of the report and one line of the log.
 
-// Budgets maps each source of cfg to its limits, as the frontier takes them.
-func Budgets(cfg *config.Config) map[string]frontier.Budget {
+// budgetsOf maps each source of cfg to its limits, as the frontier takes them.
+func budgetsOf(cfg *config.Config) map[string]frontier.Budget {
 	out := make(map[string]frontier.Budget, len(cfg.Sources))
 	for i := range cfg.Sources {
 		b := cfg.Sources[i].Budget
