@@ -133,6 +133,9 @@ type Source struct {
 	Orphans string `yaml:"orphans"`
 	// MaxTemporaryErrors is how many temporary errors in a row delete a document.
 	MaxTemporaryErrors int `yaml:"max_temporary_errors"`
+	// Budget bounds what the source may hold in the state store and fetch
+	// in one cycle, so a spider trap stops at a bounded size.
+	Budget Budget `yaml:"budget"`
 	// Auth and Headers are sent only to the hosts of this source's start URLs.
 	Auth    *BasicAuth        `yaml:"auth"`
 	Headers map[string]string `yaml:"headers"`
@@ -150,6 +153,24 @@ type Sitemaps struct {
 	MaxBytes int64 `yaml:"max_bytes"`
 	MaxURLs  int   `yaml:"max_urls"`
 	MaxDepth int   `yaml:"max_depth"`
+}
+
+// Budget bounds one source. The URL limits are totals, kept across cycles:
+// they bound the state store. The page limits count the requests of one
+// cycle: they bound how long a cycle runs.
+type Budget struct {
+	// MaxURLs bounds the URLs the store holds for the source, in any state
+	// (refused ones included); a URL found beyond it is counted, not stored.
+	MaxURLs int64 `yaml:"max_urls"`
+	// MaxURLsPerHost is MaxURLs for the source's URLs on one host.
+	MaxURLsPerHost int64 `yaml:"max_urls_per_host"`
+	// MaxHosts bounds the hosts the source queues URLs on.
+	MaxHosts int64 `yaml:"max_hosts"`
+	// MaxPagesPerCycle bounds the requests of one cycle; what is still
+	// queued then waits for the next cycle.
+	MaxPagesPerCycle int64 `yaml:"max_pages_per_cycle"`
+	// MaxPagesPerHostPerCycle is MaxPagesPerCycle for one host.
+	MaxPagesPerHostPerCycle int64 `yaml:"max_pages_per_host_per_cycle"`
 }
 
 // CrawlRule is an Exalead-style rule: a boolean match tree and the actions

@@ -54,6 +54,8 @@ import (
 //	sources[].extraction.max_body_bytes     1048576 (1 MiB)
 //	sources[].orphans                       keep
 //	sources[].max_temporary_errors          3
+//	sources[].budget                        max_urls 5000000, max_urls_per_host 1000000, max_hosts 10000,
+//	                                        max_pages_per_cycle 2000000, max_pages_per_host_per_cycle 1000000
 //	sources[].crawl_rules[].match...length.field   path
 //
 // After Load every *bool of a source (discovery, use_sitemaps,
@@ -67,6 +69,26 @@ const (
 	DefaultOutput    = "out/documents.ndjson"
 	DefaultESAddress = "http://127.0.0.1:9200"
 	DefaultIndex     = "web"
+)
+
+// The default budget of a source: well above what an ordinary site of a
+// few hundred thousand pages needs (its pages, their redirects and the
+// links it refuses), low enough that a spider trap stops with a store of
+// some hundreds of megabytes rather than growing for as long as it runs.
+const (
+	DefaultMaxURLs                 = 5_000_000
+	DefaultMaxURLsPerHost          = 1_000_000
+	DefaultMaxHosts                = 10_000
+	DefaultMaxPagesPerCycle        = 2_000_000
+	DefaultMaxPagesPerHostPerCycle = 1_000_000
+)
+
+// Upper bounds of the budget keys: a billion URLs is some hundreds of
+// gigabytes of state, and each host queued on costs the scheduler a few
+// hundred bytes of memory while it has work.
+const (
+	maxBudgetURLs  = 1_000_000_000
+	maxBudgetHosts = 1_000_000
 )
 
 func defaultAt[T any](written func(string) bool, path string, p *T, v T) {
@@ -172,6 +194,13 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 
 	defaultAt(written, at("orphans"), &s.Orphans, "keep")
 	defaultAt(written, at("max_temporary_errors"), &s.MaxTemporaryErrors, 3)
+
+	b := &s.Budget
+	defaultAt(written, at("budget.max_urls"), &b.MaxURLs, DefaultMaxURLs)
+	defaultAt(written, at("budget.max_urls_per_host"), &b.MaxURLsPerHost, DefaultMaxURLsPerHost)
+	defaultAt(written, at("budget.max_hosts"), &b.MaxHosts, DefaultMaxHosts)
+	defaultAt(written, at("budget.max_pages_per_cycle"), &b.MaxPagesPerCycle, DefaultMaxPagesPerCycle)
+	defaultAt(written, at("budget.max_pages_per_host_per_cycle"), &b.MaxPagesPerHostPerCycle, DefaultMaxPagesPerHostPerCycle)
 
 	for j := range s.CrawlRules {
 		defaultMatch(&s.CrawlRules[j].Match, p+".crawl_rules["+strconv.Itoa(j)+"].match", written)

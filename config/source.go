@@ -29,7 +29,7 @@ func (s *Source) Path() string { return SourcePath(s.Index) }
 // every known URL be re-judged (issue 6).
 var fingerprintSkip = []string{
 	"discovery_interval", "max_age", "sitemap_limits", "politeness",
-	"orphans", "max_temporary_errors", "auth", "headers",
+	"orphans", "max_temporary_errors", "auth", "headers", "budget",
 }
 
 // Fingerprint is a stable hash of a source's effective (defaulted) config,
@@ -44,7 +44,7 @@ var fingerprintSkip = []string{
 // ignored_extensions, mime_types, rules, crawl_rules, kill_exact,
 // kill_patterns, reject_list (its path; its lines are reloaded live),
 // robots, extraction) except discovery_interval, max_age, sitemap_limits,
-// politeness, orphans, max_temporary_errors, auth and headers; plus these
+// politeness, orphans, max_temporary_errors, auth, headers and budget; plus these
 // global keys, which shape every source's crawl space: the product token of
 // user_agent (the first word before any "/": robots.txt groups match it,
 // so a version bump changes nothing), allow_private_networks,

@@ -353,6 +353,12 @@ func (k *checker) source(i int) {
 
 	k.oneOf(at("orphans"), s.Orphans, "keep", "recheck", "delete")
 	k.between(at("max_temporary_errors"), int64(s.MaxTemporaryErrors), 1, 1000)
+	b := &s.Budget
+	k.between(at("budget.max_urls"), b.MaxURLs, 1, maxBudgetURLs)
+	k.between(at("budget.max_urls_per_host"), b.MaxURLsPerHost, 1, maxBudgetURLs)
+	k.between(at("budget.max_hosts"), b.MaxHosts, 1, maxBudgetHosts)
+	k.between(at("budget.max_pages_per_cycle"), b.MaxPagesPerCycle, 1, maxBudgetURLs)
+	k.between(at("budget.max_pages_per_host_per_cycle"), b.MaxPagesPerHostPerCycle, 1, maxBudgetURLs)
 
 	if s.Auth != nil {
 		switch {

@@ -91,6 +91,14 @@ func TestSourcesAreValidated(t *testing.T) {
 			`c.yaml:9:46: sources[0].sitemap_limits.max_urls: must be at least 1, got 0`,
 			`c.yaml:9:60: sources[0].sitemap_limits.max_depth: must be between 0 and 20, got -1`,
 		}},
+		{"budget ranges", src("budget: {max_urls: 0, max_urls_per_host: -1, max_hosts: 1000001,",
+			"  max_pages_per_cycle: 1000000001, max_pages_per_host_per_cycle: 0}"), []string{
+			`c.yaml:4:24: sources[0].budget.max_urls: must be between 1 and 1000000000, got 0`,
+			`c.yaml:4:46: sources[0].budget.max_urls_per_host: must be between 1 and 1000000000, got -1`,
+			`c.yaml:4:61: sources[0].budget.max_hosts: must be between 1 and 1000000, got 1000001`,
+			`c.yaml:5:28: sources[0].budget.max_pages_per_cycle: must be between 1 and 1000000000, got 1000000001`,
+			`c.yaml:5:70: sources[0].budget.max_pages_per_host_per_cycle: must be between 1 and 1000000000, got 0`,
+		}},
 		{"enums", src("orphans: forget", "extraction: {title_order: [title, h2, title]}"), []string{
 			`c.yaml:4:14: sources[0].orphans: "forget" is not one of keep, recheck, delete`,
 			`c.yaml:5:39: sources[0].extraction.title_order[1]: "h2" is not one of title, meta, h1, url`,

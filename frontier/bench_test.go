@@ -94,7 +94,13 @@ func BenchmarkNextComplete(b *testing.B) {
 // BenchmarkNextCompleteParallel runs 32 workers, as a crawl does; their
 // completions share commits.
 func BenchmarkNextCompleteParallel(b *testing.B) {
-	f := openTest(b, "", Options{Policy: policy(4, 0)})
+	nextCompleteParallel(b, Options{Policy: policy(4, 0)})
+}
+
+// nextCompleteParallel fills a frontier opened with opt with b.N URLs and
+// has 32 workers lease and complete them.
+func nextCompleteParallel(b *testing.B, opt Options) {
+	f := openTest(b, "", opt)
 	fill(b, f, b.N)
 	before := f.db.Stats()
 	b.ResetTimer()

@@ -81,6 +81,14 @@ type Options struct {
 	// History is how many events each URL's history keeps (see History);
 	// zero records none. Histories already written stay readable.
 	History int
+	// Budgets bounds each source, by name: see Budget. A source not listed
+	// has no limits; its records and requests are counted all the same.
+	Budgets map[string]Budget
+	// OnBudget hears of the URLs a limit held back (see OverBudget), once
+	// the change that met the limit is stored. It is called from the
+	// callers of Add, Exclude, Next and Complete and from the frontier's own
+	// goroutine: it must be fast and must not call the Frontier.
+	OnBudget func(OverBudget)
 }
 
 // DefaultBoltOptions are the bbolt settings Open uses. Syncs stay on (a
@@ -105,6 +113,9 @@ type Frontier struct {
 	cycle   atomic.Uint64
 	histLen int
 	seen    *seenSet
+	// budgets and onBudget are Options.Budgets and OnBudget.
+	budgets  map[string]Budget
+	onBudget func(OverBudget)
 
 	// closeMu orders senders on ops against Close closing it.
 	closeMu       sync.RWMutex
@@ -131,6 +142,13 @@ type Frontier struct {
 	wake    chan struct{}     // closed by signal when waiting
 	waiting bool
 	quit    chan struct{}
+	// pages holds the requests of the cycle under way per source (host
+	// "") and per source and host, for the page limits; heldBack says a
+	// page limit made pop pass over queued URLs in this cycle, and notes
+	// are what it passed over, for OnBudget.
+	pages    map[pageKey]*pageUse
+	heldBack bool
+	notes    []OverBudget
 }
 
 // Open opens or creates the store in dir.
@@ -156,6 +174,9 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		now:           opt.Now,
 		histLen:       opt.History,
 		seen:          newSeenSet(seenMaxSlots),
+		budgets:       opt.Budgets,
+		onBudget:      opt.OnBudget,
+		pages:         make(map[pageKey]*pageUse),
 		ops:           make(chan *op, maxBatch),
 		committerDone: make(chan struct{}),
 		asyncSlots:    make(chan struct{}, maxAsync),
@@ -188,6 +209,11 @@ func (f *Frontier) init() error {
 				return err
 			}
 		}
+		if tx.Bucket(bucketBudget) == nil {
+			if err := countRecords(tx); err != nil {
+				return err
+			}
+		}
 		m := tx.Bucket(bucketMeta)
 		if v := m.Get(keyFormat); v == nil {
 			if err := m.Put(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion)); err != nil {
@@ -212,6 +238,9 @@ func (f *Frontier) init() error {
 func (f *Frontier) rebuild() error {
 	now := f.now()
 	return f.db.View(func(tx *bolt.Tx) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		defer f.signal()
 		c := tx.Bucket(bucketQueue).Cursor()
 		var seek [qkeyLen]byte
 		for k, v := c.First(); k != nil; {
@@ -284,6 +313,15 @@ func (f *Frontier) BeginCycle() (uint64, error) {
 		return 0, err
 	}
 	f.cycle.Store(n)
+	f.mu.Lock()
+	clear(f.pages)
+	held := f.heldBack
+	f.heldBack = false
+	f.mu.Unlock()
+	if held {
+		// What a page limit held back is due again.
+		return n, f.rewindHeldBack()
+	}
 	return n, nil
 }
 
@@ -348,18 +386,24 @@ func (f *Frontier) Add(items ...Item) (int, error) {
 	var (
 		added int
 		eff   effects
+		notes []OverBudget
 	)
 	err := f.write(func(tx *bolt.Tx) error {
 		eff.reset()
+		w := newWtx(tx)
 		var err error
-		added, err = q.apply(newWtx(tx), &eff)
-		return err
+		if added, err = q.apply(w, &eff); err != nil {
+			return err
+		}
+		notes = w.t.notes
+		return w.flush()
 	})
 	if err != nil {
 		return 0, err
 	}
 	f.applyQueued(&eff)
 	q.remember()
+	f.notify(notes)
 	return added, nil
 }
 
@@ -372,6 +416,10 @@ type queueing struct {
 	cycle uint64
 	skip  []bool // known this cycle: nothing to do
 	left  int
+	// over marks the items a URL limit kept out of the store, in the last
+	// run of apply.
+	over  []bool
+	nOver int
 }
 
 func (q *queueing) prepare(f *Frontier, items []Item) error {
@@ -400,6 +448,8 @@ func (q *queueing) prepare(f *Frontier, items []Item) error {
 // apply runs in a write transaction and may run more than once.
 func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 	f, cur, added := q.f, w.cycle, 0
+	clear(q.over)
+	q.nOver = 0
 	var rec Record
 	for i := range q.items {
 		it := &q.items[i]
@@ -409,6 +459,13 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 		key := w.bytes(it.URL)
 		v := w.u.Get(key)
 		if v == nil {
+			if over, err := w.admit(f, it, true); err != nil || over != 0 {
+				if err != nil {
+					return 0, err
+				}
+				q.markOver(i)
+				continue
+			}
 			rec = Record{Item: *it, Cycle: cur, SeenCycle: cur}
 			if err := w.enqueue(&rec, key, eff); err != nil {
 				return 0, err
@@ -454,13 +511,41 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 	return added, nil
 }
 
+func (q *queueing) markOver(i int) {
+	if q.over == nil {
+		q.over = make([]bool, len(q.items))
+	}
+	q.over[i] = true
+	q.nOver++
+}
+
 // remember notes, once the transaction is committed, that every item is
-// now known in the cycle.
+// now known in the cycle; not those a limit kept out, which the store
+// does not know.
 func (q *queueing) remember() {
 	if q.f == nil { // nothing was queued
 		return
 	}
-	q.f.seen.add(q.cycle, q.keys, q.skip)
+	skip := q.skip
+	if q.nOver > 0 {
+		skip = make([]bool, len(q.items))
+		for i := range skip {
+			skip[i] = q.over[i] || q.skip != nil && q.skip[i]
+		}
+	}
+	q.f.seen.add(q.cycle, q.keys, skip)
+}
+
+// outlinks are the LinkKeys of the items the store knows after apply, with
+// links added: those a limit kept out are no links the walk could follow.
+func (q *queueing) outlinks(links []uint64) []uint64 {
+	out := append(make([]uint64, 0, len(links)+len(q.keys)-q.nOver), links...)
+	for i, k := range q.keys {
+		if !q.over[i] {
+			out = append(out, k)
+		}
+	}
+	return compactLinks(out)
 }
 
 // Exclude records URLs that were found but fall outside the crawl space,
@@ -474,12 +559,22 @@ func (f *Frontier) Exclude(reason string, items ...Item) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
-	var added int
+	var (
+		added int
+		notes []OverBudget
+	)
 	err := f.write(func(tx *bolt.Tx) error {
+		w := newWtx(tx)
 		var err error
-		added, err = f.exclude(newWtx(tx), reason, "", items)
-		return err
+		if added, err = f.exclude(w, reason, "", items); err != nil {
+			return err
+		}
+		notes = w.t.notes
+		return w.flush()
 	})
+	if err == nil {
+		f.notify(notes)
+	}
 	return added, err
 }
 
@@ -496,12 +591,18 @@ func checkRefusal(reason string, items []Item) error {
 }
 
 // exclude runs in a write transaction and may run more than once; detail
-// goes to each new URL's history.
+// goes to each new URL's history. A URL over a URL limit is not recorded.
 func (f *Frontier) exclude(w *wtx, reason, detail string, items []Item) (int, error) {
 	added := 0
 	for i := range items {
 		key := w.bytes(items[i].URL)
 		if w.u.Get(key) != nil {
+			continue
+		}
+		if over, err := w.admit(f, &items[i], false); err != nil || over != 0 {
+			if err != nil {
+				return 0, err
+			}
 			continue
 		}
 		rec := Record{Item: items[i], State: Excluded, Reason: reason, Cycle: w.cycle, SeenCycle: w.cycle}
@@ -552,9 +653,9 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 // Indexed, Pending, Target, validators…) can always change. The state can
 // change too, except for a leased URL (it reads InFlight and must stay so,
 // or ErrLeased is returned); a URL set to Waiting is queued at the tail of
-// its class, and one taken out of Waiting leaves its queue. The URL cannot
-// change. ErrNotFound is returned for an unknown URL; fn's error is
-// returned as is and nothing changes.
+// its class, and one taken out of Waiting leaves its queue. The URL and
+// its source cannot change. ErrNotFound is returned for an unknown URL;
+// fn's error is returned as is and nothing changes.
 func (f *Frontier) Update(url string, fn func(*Record) error) error {
 	return f.update(url, nil, fn)
 }
@@ -652,7 +753,8 @@ func (f *Frontier) change(w *wtx, c *Change, cl *claims, eff *effects) (key []by
 	if c.Err = c.Fn(&rec); c.Err != nil {
 		return key, nil
 	}
-	rec.URL, rec.qseq = url, old.qseq
+	// The URL and its source are what the budgets count it under.
+	rec.URL, rec.Source, rec.qseq = url, old.Source, old.qseq
 	if c.Err = rec.Item.validate(); c.Err != nil {
 		return key, nil
 	}
@@ -702,7 +804,7 @@ func (f *Frontier) Delete(url string) error {
 			return nil
 		}
 		var old Record
-		if err := decodeRecord(url, v, &old, false); err != nil {
+		if err := decodeRecord(url, v, &old, true); err != nil {
 			return err
 		}
 		if old.State == Waiting {
@@ -721,6 +823,12 @@ func (f *Frontier) Delete(url string) error {
 			return err
 		}
 		if err := w.dropLinks(url); err != nil {
+			return err
+		}
+		if err := w.forget(f, &old); err != nil {
+			return err
+		}
+		if err := w.flush(); err != nil {
 			return err
 		}
 		return w.u.Delete(key)
@@ -778,6 +886,10 @@ type wtx struct {
 	arena         []byte
 	lastHost      string
 	lastID        uint32
+	// t counts what the op adds to or takes from the budgets; bb is their
+	// bucket, opened by the first count.
+	t  tally
+	bb *bolt.Bucket
 }
 
 // queueFill is the queue bucket's fill percent: its keys are appended at

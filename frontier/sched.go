@@ -20,8 +20,8 @@ type levelState struct {
 	// next due; the queue with the lowest pass is served.
 	pass uint64
 	// last is the highest sequence this process has looked at in the queue:
-	// entries up to it are leased, claimed or gone, so the next seek starts
-	// after it.
+	// entries up to it are leased, claimed, gone or held back by a page
+	// limit, so the next seek starts after it.
 	last uint64
 }
 
@@ -36,6 +36,11 @@ type host struct {
 	mask     uint32 // queues that may hold entries; a hint checked on disk
 	vtime    uint64
 	lv       []levelState
+	// heldBack says pop passed over entries for a page limit in this
+	// cycle: the host is kept, idle or not, so that its queues are not
+	// read from the start again (which would pass over them twice), and
+	// the next cycle rewinds them.
+	heldBack bool
 
 	where      uint8
 	prev, next *host
@@ -121,7 +126,9 @@ func (f *Frontier) place(h *host, now time.Time) {
 		if h.inflight == 0 {
 			if !h.readyAt.After(now) {
 				f.unplace(h)
-				delete(f.hosts, h.key)
+				if !h.heldBack {
+					delete(f.hosts, h.key)
+				}
 				return
 			}
 			want = placeTimer // kept so its delay holds if work arrives
@@ -263,6 +270,9 @@ type Lease struct {
 	// The request made for the lease, for the history (see Fetched).
 	bytes int64
 	took  time.Duration
+
+	// The page counts the lease reserved a request of (see overPages).
+	su, hu *pageUse
 }
 
 // Item is the leased URL as it was queued.
@@ -285,9 +295,16 @@ var errLeaseDone = errors.New("frontier: lease already completed or released")
 // until a host becomes ready (-1 when only a completion or an Add can
 // help), or ErrDone.
 func (f *Frontier) TryNext() (*Lease, time.Duration, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.tryNextLocked()
+	for {
+		f.mu.Lock()
+		l, wait, more, err := f.tryNextLocked()
+		notes := f.takeNotesLocked()
+		f.mu.Unlock()
+		f.notify(notes)
+		if !more {
+			return l, wait, err
+		}
+	}
 }
 
 // Next returns the next URL to fetch, waiting until a host is ready. It
@@ -307,12 +324,19 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 			return nil, err
 		}
 		f.mu.Lock()
-		l, wait, err := f.tryNextLocked()
+		l, wait, more, err := f.tryNextLocked()
+		notes := f.takeNotesLocked()
 		woken := f.wake
-		f.waiting = true
+		if !more {
+			f.waiting = true
+		}
 		f.mu.Unlock()
+		f.notify(notes)
 		if l != nil || err != nil {
 			return l, err
+		}
+		if more {
+			continue
 		}
 		var tick <-chan time.Time
 		if wait >= 0 {
@@ -334,9 +358,12 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 	}
 }
 
-func (f *Frontier) tryNextLocked() (*Lease, time.Duration, error) {
+// tryNextLocked returns a lease, or how long to wait, or more: it passed
+// over a chunk of URLs held back by a page limit and should be called again
+// once the lock has been let go.
+func (f *Frontier) tryNextLocked() (_ *Lease, _ time.Duration, more bool, _ error) {
 	if f.shut.Load() {
-		return nil, 0, ErrClosed
+		return nil, 0, false, ErrClosed
 	}
 	now := f.now()
 	for len(f.timers) > 0 && !f.timers[0].readyAt.After(now) {
@@ -353,12 +380,17 @@ func (f *Frontier) tryNextLocked() (*Lease, time.Duration, error) {
 		if tx == nil {
 			var err error
 			if tx, err = f.db.Begin(false); err != nil {
-				return nil, 0, err
+				return nil, 0, false, err
 			}
 		}
-		l, err := f.pop(tx, h)
+		l, more, err := f.pop(tx, h)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
+		}
+		if more {
+			f.unplace(h) // its turn is over
+			f.place(h, now)
+			return nil, 0, true, nil
 		}
 		if l == nil {
 			f.place(h, now)
@@ -369,31 +401,34 @@ func (f *Frontier) tryNextLocked() (*Lease, time.Duration, error) {
 		f.leases[l.rec.URL] = l
 		f.unplace(h) // to the back of the ready list, if it stays ready
 		f.place(h, now)
-		return l, 0, nil
+		return l, 0, false, nil
 	}
 	// A claimed URL may go back to its queue when the change holding it
 	// ends (release signals), so the cycle is not over while one is held.
 	if f.working == 0 && f.busy == 0 && f.claimed == 0 {
-		return nil, 0, ErrDone
+		return nil, 0, false, ErrDone
 	}
 	if len(f.timers) > 0 {
-		return nil, f.timers[0].readyAt.Sub(now), nil
+		return nil, f.timers[0].readyAt.Sub(now), false, nil
 	}
-	return nil, -1, nil
+	return nil, -1, false, nil
 }
 
 // pop finds h's next entry on disk: the queue chosen by stride, its first
-// entry after the ones already leased or claimed.
-func (f *Frontier) pop(tx *bolt.Tx, h *host) (*Lease, error) {
+// entry after the ones already leased or claimed. Entries a page limit
+// holds back are passed over, at most heldBackChunk a call: more says
+// there may be others to look at.
+func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *Lease, more bool, _ error) {
 	c := tx.Bucket(bucketQueue).Cursor()
 	u := tx.Bucket(bucketURLs)
 	var seek [qkeyLen]byte
+	held := 0
 	for h.mask != 0 {
 		s := h.pick()
 		k, v := c.Seek(putQKey(seek[:0], h.id, s.level, s.last+1))
 		for ; k != nil; k, v = c.Next() {
 			if len(k) != qkeyLen {
-				return nil, fmt.Errorf("frontier: corrupt queue key %x", k)
+				return nil, false, fmt.Errorf("frontier: corrupt queue key %x", k)
 			}
 			id, lvl, seq := parseQKey(k)
 			if id != h.id || lvl != s.level {
@@ -407,7 +442,7 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (*Lease, error) {
 			var rec Record
 			if rv != nil {
 				if err := decodeRecord("", rv, &rec, false); err != nil {
-					return nil, fmt.Errorf("%w: %s", err, v)
+					return nil, false, fmt.Errorf("%w: %s", err, v)
 				}
 			}
 			if rv == nil || rec.State != Waiting || rec.qseq != seq {
@@ -415,15 +450,29 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (*Lease, error) {
 				continue
 			}
 			if err := decodeRecord(string(v), rv, &rec, true); err != nil {
-				return nil, fmt.Errorf("%w: %s", err, v)
+				return nil, false, fmt.Errorf("%w: %s", err, v)
+			}
+			l := &Lease{f: f, h: h, rec: rec, level: s.level, seq: seq}
+			over, err := f.overPages(tx, l)
+			if err != nil {
+				return nil, false, err
+			}
+			if over != 0 {
+				// It waits for the next cycle, which rewinds the queue.
+				h.heldBack, f.heldBack = true, true
+				f.noteHeldBack(over, rec.Source, h.key, rec.URL)
+				if held++; held == heldBackChunk {
+					return nil, true, nil
+				}
+				continue
 			}
 			h.vtime = s.pass
 			s.pass += levelStride(s.level)
-			return &Lease{f: f, h: h, rec: rec, level: s.level, seq: seq}, nil
+			return l, false, nil
 		}
 		f.deactivate(h, s.level)
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 // Stale queue entries (completed, or found stale by pop) are deleted in
@@ -530,11 +579,12 @@ func (l *Lease) Complete(o Outcome) error {
 	l.done = true
 	f := l.f
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	l.freeSlotLocked(&o, c)
 	c.finishLocked(l)
 	f.working--
 	f.signal()
+	f.mu.Unlock()
+	f.notify(c.notes)
 	return nil
 }
 
@@ -569,6 +619,9 @@ func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
 			l.giveBackLocked()
 		}
 		f.mu.Unlock()
+		if err == nil {
+			f.notify(c.notes)
+		}
 		done(err)
 		f.mu.Lock()
 		f.working--
@@ -593,6 +646,10 @@ type completion struct {
 	eff effects
 	now time.Time
 	pol HostPolicy
+	// notes are what a limit kept out of the outcome's links.
+	notes []OverBudget
+	// counted says the outcome is of a request, which a page limit counts.
+	counted bool
 }
 
 func (l *Lease) completion(o *Outcome) (*completion, error) {
@@ -620,7 +677,11 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 			}
 		}
 	}
+	// own is the outlinks of the outcome itself (a redirect's target, say),
+	// for outlinks without the links a limit keeps out.
+	var own []uint64
 	if o.ReadLinks {
+		own = slices.Clone(o.Links)
 		o.Links = compactLinks(append(o.Links, c.q.keys...))
 	}
 	url, now, eff, q := l.rec.URL, c.now, &c.eff, &c.q
@@ -674,8 +735,9 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 			rec.Target, rec.qseq = o.Target, 0
 		}
 		if o.Edit != nil {
+			src := rec.Source
 			o.Edit(&rec)
-			rec.URL = url
+			rec.URL, rec.Source = url, src
 			if err := rec.Item.validate(); err != nil {
 				return err
 			}
@@ -683,18 +745,35 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 		rec.State = o.State
 		if o.ReadLinks {
 			rec.HasLinks = true
-			if err := w.putLinks(url, o.Links); err != nil {
+			links := o.Links
+			if q.nOver > 0 {
+				links = q.outlinks(own)
+			}
+			if err := w.putLinks(url, links); err != nil {
+				return err
+			}
+		}
+		if !o.NoRequest {
+			if err := w.fetched(f, rec.Source, l.h.key); err != nil {
 				return err
 			}
 		}
 		if err := l.events(w, key, o, now); err != nil {
 			return err
 		}
+		var err error
 		if o.State == Waiting {
-			return w.enqueueHad(&rec, key, eff, hadPending)
+			err = w.enqueueHad(&rec, key, eff, hadPending)
+		} else {
+			err = w.put(key, &rec, hadPending)
 		}
-		return w.put(key, &rec, hadPending)
+		if err != nil {
+			return err
+		}
+		c.notes = w.t.notes
+		return w.flush()
 	}
+	c.counted = !o.NoRequest
 	return c, nil
 }
 
@@ -718,6 +797,7 @@ func (l *Lease) freeSlotLocked(o *Outcome, c *completion) {
 // queue entry stale, and the URLs the outcome queued are scheduled.
 func (c *completion) finishLocked(l *Lease) {
 	f := l.f
+	l.unreserve(c.counted)
 	delete(f.leases, l.rec.URL)
 	f.garbage = append(f.garbage, putQKey(nil, l.h.id, l.level, l.seq))
 	f.applyQueuedLocked(&c.eff, c.now)
@@ -742,6 +822,7 @@ func (l *Lease) Release() {
 // giveBackLocked ends a lease without an outcome: the URL, still Waiting on
 // disk, is free to be leased again from its place in the queue.
 func (l *Lease) giveBackLocked() {
+	l.unreserve(false)
 	delete(l.f.leases, l.rec.URL)
 	l.f.rewind(l.h, l.level, l.seq, l.f.now())
 }

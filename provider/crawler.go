@@ -82,7 +82,8 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		c.order = append(c.order, src)
 	}
 	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
-	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory})
+	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
+		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
 	}

@@ -70,6 +70,8 @@ type Report struct {
 	urlToSrc sync.Map       // document URL -> source name, for sink results
 	// obs sees every count as it is made; set before the report is used.
 	obs Observer
+	// over holds the pairs of source and budget key met in the cycle.
+	over map[string]bool
 }
 
 const examplesPerReason = 5
@@ -124,6 +126,22 @@ func (r *Report) reasons(src, url, reason, detail string, n int, isError bool) {
 		r.perCode[reason]++
 		r.Examples = append(r.Examples, Example{URL: url, Source: src, Reason: reason, Detail: detail})
 	}
+}
+
+// firstOver says whether this is the cycle's first report of source
+// meeting the budget limit.
+func (r *Report) firstOver(source, limit string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := source + "\x00" + limit
+	if r.over[k] {
+		return false
+	}
+	if r.over == nil {
+		r.over = map[string]bool{}
+	}
+	r.over[k] = true
+	return true
 }
 
 func (r *Report) Warn(msg string) {

@@ -32,6 +32,8 @@ type sourceStatus struct {
 	// NextDiscovery is when the source's start URLs, sitemaps and feeds
 	// are next visited by `crawlspace run` (absent: at once).
 	NextDiscovery time.Time `json:"next_discovery,omitzero"`
+	// Budget is what the source holds against its budget.
+	Budget *budgetStatus `json:"budget"`
 }
 
 // urlStatus is `status -url U`.
@@ -59,6 +61,9 @@ type urlStatus struct {
 	// Orphan: no link reaches the URL any more from its source's start
 	// URLs, sitemaps or feeds, as the last cycle that looked found.
 	Orphan bool `json:"orphan,omitempty"`
+	// Budget says how its source's budget holds the URL back: kept out of
+	// the store (State "not_stored"), or waiting for the next cycle.
+	Budget string `json:"budget,omitempty"`
 	// Decision is what the current configuration decides for the URL.
 	Decision *explanation `json:"decision,omitempty"`
 	// History is what happened to the URL, oldest first: the last
@@ -156,6 +161,9 @@ func sourceStatuses(cfg *config.Config, front *frontier.Frontier) ([]sourceStatu
 		if st.NextDiscovery, err = provider.NextDiscovery(front, sc); err != nil {
 			return nil, err
 		}
+		if st.Budget, err = sourceBudget(front, sc); err != nil {
+			return nil, err
+		}
 		out = append(out, st)
 	}
 	return out, nil
@@ -184,6 +192,9 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 				fmt.Fprintf(w, "    %-24s %d\n", r, st.Reasons[s][r])
 			}
 		}
+		if st.Budget != nil {
+			printBudget(w, st.Budget)
+		}
 		fmt.Fprintf(w, "  due for an aged check: %d\n", st.DueForAgedCheck)
 		if st.NextDiscovery.IsZero() {
 			fmt.Fprintln(w, "  next discovery: at the next start")
@@ -204,9 +215,24 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontie
 		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
 	}
-	if !found {
+	var held string
+	if sc := cfg.SourceByName(src.Name); sc != nil {
+		if !found {
+			held, err = notStored(front, sc, u)
+		} else if r.State == frontier.Waiting {
+			held, err = heldBack(front, sc, u)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
+			return exitFailed
+		}
+	}
+	if !found && held == "" {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %s is not in the state store (never found by a crawl)\n", u)
 		return exitFailed
+	}
+	if !found {
+		r = frontier.Record{Item: frontier.Item{URL: u, Source: src.Name}}
 	}
 	if s := set.Source(r.Source); s != nil {
 		src, d = s, s.Decide(u, r.Depth)
@@ -221,7 +247,10 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontie
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
 		Indexed: r.Indexed, DocID: r.DocID, Pending: r.Pending, Target: r.Target, Lastmod: r.Lastmod, Via: r.Via,
-		Orphan: r.Orphan, Decision: &e, History: historyOf(evs)}
+		Orphan: r.Orphan, Budget: held, Decision: &e, History: historyOf(evs)}
+	if !found {
+		st.State, st.Class = "not_stored", ""
+	}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -244,7 +273,11 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 	if st.Status != 0 {
 		state += fmt.Sprintf(", last status %d", st.Status)
 	}
-	fmt.Fprintf(w, "  source %s, %s, depth %d, queue %s\n", st.Source, state, st.Depth, st.Class)
+	if st.State == "not_stored" {
+		fmt.Fprintf(w, "  source %s, not in the state store\n", st.Source)
+	} else {
+		fmt.Fprintf(w, "  source %s, %s, depth %d, queue %s\n", st.Source, state, st.Depth, st.Class)
+	}
 	if st.Via != "" {
 		fmt.Fprintf(w, "  found on %s\n", st.Via)
 	}
@@ -267,6 +300,9 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 	fmt.Fprintf(w, "  %s\n", idx)
 	if st.Orphan {
 		fmt.Fprintln(w, "  an orphan: no link reaches it from the start URLs, sitemaps or feeds")
+	}
+	if st.Budget != "" {
+		fmt.Fprintf(w, "  budget: %s\n", st.Budget)
 	}
 	if d := st.Decision; d != nil {
 		fmt.Fprintf(w, "  the configuration now: crawl %s, index %s, follow %s, reason %s, rule %s\n",
