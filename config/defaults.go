@@ -24,6 +24,7 @@ import (
 //	elasticsearch.bulk_flush_bytes          5000000 (5 MB)
 //	elasticsearch.bulk_flush_interval       1s
 //	elasticsearch.bulk_workers              2
+//	elasticsearch.request_timeout           90s (left 0 here; see Elasticsearch.Timeout)
 //	fetch.concurrency                       16
 //	fetch.connect_timeout                   10s
 //	fetch.response_header_timeout           30s
@@ -68,6 +69,24 @@ const (
 	DefaultESAddress = "http://127.0.0.1:9200"
 	DefaultIndex     = "web"
 )
+
+// Bounds of elasticsearch.request_timeout. The default leaves room above
+// the minute Elasticsearch itself waits for an unavailable shard before it
+// answers a _bulk item with 503, and for a large _bulk on a busy node.
+const (
+	DefaultESRequestTimeout = 90 * time.Second
+	MinESRequestTimeout     = time.Second
+	MaxESRequestTimeout     = 10 * time.Minute
+)
+
+// Timeout is request_timeout, or its default when the file leaves it out
+// (or writes 0).
+func (e *Elasticsearch) Timeout() time.Duration {
+	if e.RequestTimeout == 0 {
+		return DefaultESRequestTimeout
+	}
+	return e.RequestTimeout.D()
+}
 
 func defaultAt[T any](written func(string) bool, path string, p *T, v T) {
 	if !written(path) {

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,10 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -301,5 +304,85 @@ func publishAndClose(t *testing.T, s *sink.Elasticsearch) {
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// proxied starts a fault proxy in front of the node, closed when the test ends.
+func proxied(t *testing.T) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.New(estest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func TestWritesNotLandedWhenTheSinkClosesAreUnsentNotFailed(t *testing.T) {
+	index := estest.Index(t)
+	p := proxied(t)
+	var got results
+	ctx := context.Background()
+	s, err := sink.NewElasticsearch(ctx, esConfig(p.URL, index), nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(faultproxy.Fault{Mode: faultproxy.Refuse}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for i := range n {
+		if err := s.Index(ctx, doc(fmt.Sprintf("http://example.test/u%d", i), "u")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closing, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.Close(closing); err == nil {
+		t.Error("Close reported success with every write unlanded")
+	}
+	outs := got.outcomes()
+	if len(outs) != n {
+		t.Fatalf("outcomes %v, want one per write", outs)
+	}
+	for _, o := range outs {
+		if o != sink.Unsent {
+			t.Fatalf("outcomes %v, want every write unsent (it stays pending), none failed", outs)
+		}
+	}
+}
+
+func TestADeleteWaitsForTheRetriedIndexOfTheSameDocument(t *testing.T) {
+	index := estest.Index(t)
+	p := proxied(t)
+	var got results
+	ctx := context.Background()
+	s, err := sink.NewElasticsearch(ctx, esConfig(p.URL, index), nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://example.test/flip"
+	// The index is refused once and sent again after a backoff; the delete
+	// made meanwhile must not land before it.
+	if err := p.Set(faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Index(ctx, doc(u, "flip")); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := p.Await(wait, func(st faultproxy.Stats) bool { return st.Items == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, docfields.ID(u), u); err != nil {
+		t.Fatal(err)
+	}
+	publishAndClose(t, s)
+	if want := []sink.Outcome{sink.Created, sink.Deleted}; !slices.Equal(got.outcomes(), want) {
+		t.Errorf("outcomes %v, want %v: the index, then the delete", got.outcomes(), want)
+	}
+	if code := getJSON(t, estest.URL(t)+"/"+index+"/_doc/"+docfields.ID(u), nil); code != http.StatusNotFound {
+		t.Errorf("the deleted document reads back with %d, want 404", code)
 	}
 }
