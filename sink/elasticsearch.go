@@ -483,6 +483,9 @@ func (s *Elasticsearch) send(batch []*write, body []byte) {
 func (s *Elasticsearch) bulk(ctx context.Context, body []byte, n int) ([]bulkItem, error) {
 	res, err := s.client.Bulk(bytes.NewReader(body), s.client.Bulk.WithContext(ctx), s.client.Bulk.WithIndex(s.physical))
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within elasticsearch.request_timeout (%s): %w", s.timeout, err)
+		}
 		return nil, redact.Error(fmt.Errorf("_bulk: %w", err))
 	}
 	defer res.Body.Close()

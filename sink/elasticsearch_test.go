@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -307,29 +308,23 @@ func publishAndClose(t *testing.T, s *sink.Elasticsearch) {
 	}
 }
 
-// proxied starts a fault proxy in front of the node, closed when the test ends.
-func proxied(t *testing.T) *faultproxy.Proxy {
+// proxiedSink opens a sink writing to a fresh index through a fault proxy.
+func proxiedSink(t *testing.T) (s *sink.Elasticsearch, p *faultproxy.Proxy, got *results, index string) {
 	t.Helper()
-	p, err := faultproxy.New(estest.URL(t))
+	index = estest.Index(t)
+	p = estest.Proxy(t)
+	got = &results{}
+	s, err := sink.NewElasticsearch(context.Background(), esConfig(p.URL, index), nil, got.add)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close)
-	return p
+	return s, p, got, index
 }
 
 func TestWritesNotLandedWhenTheSinkClosesAreUnsentNotFailed(t *testing.T) {
-	index := estest.Index(t)
-	p := proxied(t)
-	var got results
+	s, p, got, _ := proxiedSink(t)
 	ctx := context.Background()
-	s, err := sink.NewElasticsearch(ctx, esConfig(p.URL, index), nil, got.add)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Set(faultproxy.Fault{Mode: faultproxy.Refuse}); err != nil {
-		t.Fatal(err)
-	}
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Refuse})
 	const n = 5
 	for i := range n {
 		if err := s.Index(ctx, doc(fmt.Sprintf("http://example.test/u%d", i), "u")); err != nil {
@@ -353,20 +348,12 @@ func TestWritesNotLandedWhenTheSinkClosesAreUnsentNotFailed(t *testing.T) {
 }
 
 func TestADeleteWaitsForTheRetriedIndexOfTheSameDocument(t *testing.T) {
-	index := estest.Index(t)
-	p := proxied(t)
-	var got results
+	s, p, got, index := proxiedSink(t)
 	ctx := context.Background()
-	s, err := sink.NewElasticsearch(ctx, esConfig(p.URL, index), nil, got.add)
-	if err != nil {
-		t.Fatal(err)
-	}
 	u := "http://example.test/flip"
 	// The index is refused once and sent again after a backoff; the delete
 	// made meanwhile must not land before it.
-	if err := p.Set(faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, Count: 1}); err != nil {
-		t.Fatal(err)
-	}
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, Count: 1})
 	if err := s.Index(ctx, doc(u, "flip")); err != nil {
 		t.Fatal(err)
 	}
@@ -384,5 +371,24 @@ func TestADeleteWaitsForTheRetriedIndexOfTheSameDocument(t *testing.T) {
 	}
 	if code := getJSON(t, estest.URL(t)+"/"+index+"/_doc/"+docfields.ID(u), nil); code != http.StatusNotFound {
 		t.Errorf("the deleted document reads back with %d, want 404", code)
+	}
+}
+
+func TestAnUnreachableAddressWithCredentialsIsNamedWithoutThem(t *testing.T) {
+	const secret = "Sup3rS3cret"
+	// Validation refuses such an address; a caller that skips it still
+	// gets no password in the error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there: the connection is refused
+	_, err = sink.NewElasticsearch(context.Background(), esConfig("http://elastic:"+secret+"@"+addr, "x"), nil, nil)
+	if err == nil {
+		t.Fatal("a sink opened against a closed port")
+	}
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), addr) {
+		t.Errorf("error %q: want the address named without its password", err)
 	}
 }

@@ -19,23 +19,6 @@ import (
 // guard bounds a wait that only a broken proxy makes endless.
 const guard = 2 * time.Minute
 
-func start(t *testing.T) *faultproxy.Proxy {
-	t.Helper()
-	p, err := faultproxy.New(estest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-func set(t *testing.T, p *faultproxy.Proxy, f faultproxy.Fault) {
-	t.Helper()
-	if err := p.Set(f); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // client never reuses a connection, so each request meets the fault as set.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
@@ -66,7 +49,7 @@ func health(p *faultproxy.Proxy) error {
 }
 
 func TestPassForwardsEveryRequestToTheNode(t *testing.T) {
-	p := start(t)
+	p := estest.Proxy(t)
 	if err := health(p); err != nil {
 		t.Fatal(err)
 	}
@@ -76,20 +59,20 @@ func TestPassForwardsEveryRequestToTheNode(t *testing.T) {
 }
 
 func TestRefuseRefusesConnectionsUntilSwitchedBack(t *testing.T) {
-	p := start(t)
-	set(t, p, faultproxy.Fault{Mode: faultproxy.Refuse})
+	p := estest.Proxy(t)
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Refuse})
 	if err := health(p); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("while refusing: %v, want connection refused", err)
 	}
-	set(t, p, faultproxy.Fault{Mode: faultproxy.Pass})
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Pass})
 	if err := health(p); err != nil {
 		t.Fatalf("after switching back: %v", err)
 	}
 }
 
 func TestDropClosesTheConnectionWithoutAnAnswer(t *testing.T) {
-	p := start(t)
-	set(t, p, faultproxy.Fault{Mode: faultproxy.Drop})
+	p := estest.Proxy(t)
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Drop})
 	err := health(p)
 	if err == nil || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 		t.Fatalf("dropped request: %v, want EOF or a reset", err)
@@ -100,8 +83,8 @@ func TestDropClosesTheConnectionWithoutAnAnswer(t *testing.T) {
 }
 
 func TestStallHoldsARequestUnansweredUntilClose(t *testing.T) {
-	p := start(t)
-	set(t, p, faultproxy.Fault{Mode: faultproxy.Stall})
+	p := estest.Proxy(t)
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Stall})
 	stalled := make(chan error, 1)
 	go func() { stalled <- health(p) }()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
@@ -111,7 +94,7 @@ func TestStallHoldsARequestUnansweredUntilClose(t *testing.T) {
 	}
 	// Switched off, the proxy answers new requests, but the stalled one
 	// stays without an answer, as a connection to a vanished node does.
-	set(t, p, faultproxy.Fault{Mode: faultproxy.Pass})
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Pass})
 	if err := health(p); err != nil {
 		t.Fatalf("a new request after the stall: %v", err)
 	}
@@ -132,8 +115,8 @@ func TestStallHoldsARequestUnansweredUntilClose(t *testing.T) {
 }
 
 func TestStatusAnswersEveryRequestWithAnElasticsearchError(t *testing.T) {
-	p := start(t)
-	set(t, p, faultproxy.Fault{Mode: faultproxy.Status, Status: http.StatusTooManyRequests})
+	p := estest.Proxy(t)
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Status, Status: http.StatusTooManyRequests})
 	res, raw, err := do(http.MethodGet, p.URL+"/_cluster/health", "")
 	if err != nil {
 		t.Fatal(err)
@@ -201,9 +184,9 @@ func stored(t *testing.T, index, id string) bool {
 }
 
 func TestFailItemsFailsTheNextNItemsWhichTheNodeNeverApplies(t *testing.T) {
-	p := start(t)
+	p := estest.Proxy(t)
 	index := estest.Index(t)
-	set(t, p, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, Count: 2})
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, Count: 2})
 	got := bulk(t, p, index, "a", "b", "c")
 	if got["a"].Status != 503 || got["b"].Status != 503 || got["a"].Error.Type != "unavailable_shards_exception" {
 		t.Errorf("the first two items: %+v %+v, want 503 unavailable_shards_exception", got["a"], got["b"])
@@ -224,9 +207,9 @@ func TestFailItemsFailsTheNextNItemsWhichTheNodeNeverApplies(t *testing.T) {
 }
 
 func TestFailItemsByIDFailsThoseDocumentsEveryTime(t *testing.T) {
-	p := start(t)
+	p := estest.Proxy(t)
 	index := estest.Index(t)
-	set(t, p, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusBadRequest, IDs: []string{"b"}})
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusBadRequest, IDs: []string{"b"}})
 	for round := range 2 {
 		got := bulk(t, p, index, "a", "b")
 		if got["b"].Status != 400 || got["b"].Error.Type != "mapper_parsing_exception" || got["a"].Status >= 300 {
