@@ -70,8 +70,10 @@ type Elasticsearch struct {
 }
 
 // maxHeld bounds the writes the sink holds (waiting, being sent, waiting
-// to be sent again): at about 24 KB a document, 50 MB.
-const maxHeld = 2048
+// to be sent again): at about 30 KB a document, 30 MB. Two default
+// batches of 5 MB in flight and two ready behind them take about 700;
+// more would only hold more memory while the node is the bottleneck.
+const maxHeld = 1024
 
 // write is one index or delete on its way.
 type write struct {
