@@ -59,6 +59,10 @@ type Elasticsearch struct {
 	BulkFlushBytes    int      `yaml:"bulk_flush_bytes"`
 	BulkFlushInterval Duration `yaml:"bulk_flush_interval"`
 	BulkWorkers       int      `yaml:"bulk_workers"`
+	// RequestTimeout bounds each request to the cluster: connecting, the
+	// TLS handshake and the wait for the answer. A node that takes longer
+	// is treated as unreachable and the writes are sent again.
+	RequestTimeout Duration `yaml:"request_timeout"`
 }
 
 // Output is the file sink, used when Elasticsearch is not configured.

@@ -78,7 +78,8 @@ func TestElasticsearchDefaultsApplyToAPresentBlock(t *testing.T) {
 			t.Fatalf("%q: elasticsearch is nil", block)
 		}
 		want := Elasticsearch{Addresses: []string{"http://127.0.0.1:9200"}, Index: "web", Shards: 1, Replicas: es.Replicas,
-			BulkFlushBytes: 5_000_000, BulkFlushInterval: Duration(time.Second), BulkWorkers: 2}
+			BulkFlushBytes: 5_000_000, BulkFlushInterval: Duration(time.Second), BulkWorkers: 2,
+			RequestTimeout: Duration(90 * time.Second)}
 		if !reflect.DeepEqual(*es, want) || *es.Replicas != 1 {
 			t.Errorf("%q: elasticsearch = %+v (replicas %d)", block, *es, *es.Replicas)
 		}

@@ -24,6 +24,7 @@ import (
 //	elasticsearch.bulk_flush_bytes          5000000 (5 MB)
 //	elasticsearch.bulk_flush_interval       1s
 //	elasticsearch.bulk_workers              2
+//	elasticsearch.request_timeout           90s
 //	fetch.concurrency                       16
 //	fetch.connect_timeout                   10s
 //	fetch.response_header_timeout           30s
@@ -91,6 +92,15 @@ const (
 	maxBudgetHosts = 1_000_000
 )
 
+// Bounds of elasticsearch.request_timeout. The default leaves room above
+// the minute Elasticsearch itself waits for an unavailable shard before it
+// answers a _bulk item with 503, and for a large _bulk on a busy node.
+const (
+	DefaultESRequestTimeout = 90 * time.Second
+	MinESRequestTimeout     = time.Second
+	MaxESRequestTimeout     = 10 * time.Minute
+)
+
 func defaultAt[T any](written func(string) bool, path string, p *T, v T) {
 	if !written(path) {
 		*p = v
@@ -135,6 +145,7 @@ func (c *Config) setDefaults(written func(string) bool) {
 		defaultAt(written, "elasticsearch.bulk_flush_bytes", &es.BulkFlushBytes, 5_000_000)
 		defaultAt(written, "elasticsearch.bulk_flush_interval", &es.BulkFlushInterval, Duration(time.Second))
 		defaultAt(written, "elasticsearch.bulk_workers", &es.BulkWorkers, 2)
+		defaultAt(written, "elasticsearch.request_timeout", &es.RequestTimeout, Duration(DefaultESRequestTimeout))
 		es.CAFile = resolve(dir, es.CAFile)
 	}
 

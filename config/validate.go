@@ -186,8 +186,12 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 	for i, a := range es.Addresses {
 		// Addresses may carry credentials (http://user:pass@host:9200): never echo them.
 		u, err := url.Parse(a)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u) {
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u):
 			k.errorf(indexPath(p+".addresses", i), "must be an absolute http:// or https:// URL with a host, such as http://127.0.0.1:9200")
+		case u.User != nil:
+			// In an address they would reach every error that quotes it.
+			k.errorf(indexPath(p+".addresses", i), "must not carry credentials; use elasticsearch.username and elasticsearch.password (or elasticsearch.api_key)")
 		}
 	}
 	if msg := indexNameProblem(es.Index); msg != "" {
@@ -198,6 +202,9 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 	k.atLeast(p+".bulk_flush_bytes", int64(es.BulkFlushBytes), 1)
 	k.positive(p+".bulk_flush_interval", es.BulkFlushInterval)
 	k.between(p+".bulk_workers", int64(es.BulkWorkers), 1, 64)
+	if d := es.RequestTimeout.D(); d < MinESRequestTimeout || d > MaxESRequestTimeout {
+		k.errorf(p+".request_timeout", "must be from %s to %s (a whole _bulk request must fit in it), got %s", MinESRequestTimeout, MaxESRequestTimeout, d)
+	}
 	switch {
 	case es.Username != "" && es.Password == "":
 		k.errorf(p+".username", "password is required with username")

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -40,7 +41,14 @@ type Crawler struct {
 	report   *Report
 	observer Observer // set by SetObserver; each new report takes it
 
-	acks      *ackQueue
+	acks *ackQueue
+	// writeCtx is the running crawl's context, for the sink writes made
+	// from completion callbacks: a crawl that stops stops waiting on the
+	// sink. Guarded by reportMu.
+	writeCtx context.Context
+	// unsent counts writes left pending when the crawl stopped, for one
+	// log line at Close.
+	unsent    atomic.Int64
 	closeOnce sync.Once
 	closeErr  error
 	log       *slog.Logger
@@ -96,6 +104,9 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		return nil, err
 	}
 	c.sink = s
+	if o, ok := s.(interface{ Observe(sink.Observer) }); ok {
+		o.Observe(sinkObserver{c})
+	}
 	return c, nil
 }
 
@@ -117,14 +128,27 @@ func (c *Crawler) warnings(report *Report) {
 	}
 }
 
-// Close flushes and closes the sink and closes the state store; later
-// calls return the first call's result.
+// closeGrace is how long Close lets the sink land the writes it holds
+// before leaving them pending: a stop must not wait on a stalled node.
+var closeGrace = 10 * time.Second
+
+// flushWait is how long a cycle whose fetching is done waits for its
+// writes to land before it ends in error, unpublished, leaving them
+// pending.
+var flushWait = 5 * time.Minute
+
+// Close flushes and closes the sink, within closeGrace, and closes the
+// state store; writes that have not landed stay pending for the next
+// start. Later calls return the first call's result.
 func (c *Crawler) Close() error {
 	c.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
 		defer cancel()
 		c.closeErr = c.sink.Close(ctx)
 		c.acks.close()
+		if n := c.unsent.Load(); n > 0 {
+			c.log.Info("index writes left pending for the next start", "count", n)
+		}
 		if err := c.front.Close(); c.closeErr == nil {
 			c.closeErr = err
 		}
@@ -137,6 +161,11 @@ func (c *Crawler) Frontier() *frontier.Frontier { return c.front }
 
 // sinkResult counts an acknowledgement in the current report and records it in the state store.
 func (c *Crawler) sinkResult(res sink.Result) {
+	if res.Outcome == sink.Unsent {
+		// Nothing changed in the index: the write stays pending.
+		c.unsent.Add(1)
+		return
+	}
 	src := c.reportNow().sinkResult(res)
 	if res.Outcome == sink.Failed {
 		c.log.Warn("index write failed", "url", res.URL, "source", src, "reason", "index_failed",
@@ -154,22 +183,22 @@ func (c *Crawler) reportNow() *Report {
 }
 
 // acknowledge records sink outcomes on their URLs, in one change of the
-// store: the pending write is done, and the document is indexed or gone.
+// store: the document is indexed or gone, and the pending write done.
 func (c *Crawler) acknowledge(acks []ack) {
 	changes := make([]frontier.Change, len(acks))
 	for i, a := range acks {
 		res := a.res
 		changes[i] = frontier.Change{URL: res.URL, Events: []frontier.Event{ackEvent(res)}, Fn: func(r *frontier.Record) error {
-			r.Pending = ""
-			switch {
-			case res.Outcome == sink.Failed:
-				r.Indexed = false
-				r.Hash = "" // so the next fetch tries the write again
-			case res.Delete:
-				r.Indexed = false
-			default:
-				r.Indexed = true
+			if res.Outcome == sink.Failed {
+				writeFailed(r, res)
+				return nil
 			}
+			// A newer write of the other kind, pending since this one was
+			// sent, is still to land.
+			if r.Pending == pendingFor(res) {
+				r.Pending = ""
+			}
+			r.Indexed = !res.Delete
 			return nil
 		}}
 	}
@@ -186,10 +215,34 @@ func (c *Crawler) acknowledge(acks []ack) {
 	}
 }
 
+// writeFailed records a write the index rejected for good. It has not
+// landed, so it stays pending and the next cycle sends it again. A page
+// whose document was refused is in error with reason index_failed, which
+// status counts and clear-errors queues again; a URL whose delete was
+// refused keeps the state that decided the delete.
+func writeFailed(r *frontier.Record, res sink.Result) {
+	r.Hash = "" // its next fetch writes it whatever it holds
+	if !res.Delete && r.State == frontier.Fetched {
+		r.State, r.Reason = frontier.Error, reasonIndexFailed
+	}
+}
+
+// reasonIndexFailed is the reason of a write the index rejected for good.
+const reasonIndexFailed = "index_failed"
+
+// pendingFor is the pending write a result acknowledges.
+func pendingFor(res sink.Result) string {
+	if res.Delete {
+		return pendingDelete
+	}
+	return pendingIndex
+}
+
 // resumePending sends again the writes a previous run handed to the sink
-// but never saw acknowledged (a crash, an outage that outlasted it): deletes
-// by id; documents by refetching their URL, whose hash is forgotten so the
-// page is written whatever it holds.
+// but never saw land (a crash, an outage that outlasted it, a stop) and
+// those the index rejected for good: deletes by id; documents by
+// refetching their URL, whose hash is forgotten so the page is written
+// whatever it holds.
 func (c *Crawler) resumePending(ctx context.Context) error {
 	var recs []frontier.Record
 	if err := c.front.Pending(func(r frontier.Record) error {
@@ -292,21 +345,35 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	c.reportMu.Lock()
 	report.obs = c.observer
 	c.report = report
+	c.writeCtx = ctx
 	c.reportMu.Unlock()
 	c.warnings(report)
 	err := c.cycle(ctx, discover)
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	// Searches see the cycle only once every write of it has landed; a
+	// stop or an outage that outlasts flushWait ends it unpublished, its
+	// writes pending for the next one.
+	flushCtx, cancel := context.WithTimeout(ctx, flushWait)
 	defer cancel()
 	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
-		err = fmt.Errorf("sink: %w", ferr)
+		err = fmt.Errorf("sink: %w; the index is not published", ferr)
 	}
 	// The cycle's writes are recorded before it counts as done.
 	c.acks.wait()
 	if err == nil {
-		err = c.publish(flushCtx)
+		err = c.publish(ctx)
 	}
 	report.Finish(err)
 	return report, err
+}
+
+// writeContext is the context of the crawl running, for sink writes.
+func (c *Crawler) writeContext() context.Context {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	if c.writeCtx == nil {
+		return context.Background()
+	}
+	return c.writeCtx
 }
 
 func (c *Crawler) cycle(ctx context.Context, discover []*source) error {

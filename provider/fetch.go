@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/internal/redact"
 )
 
 // newTransport builds the HTTP transport of one source. The address check
@@ -69,7 +70,8 @@ func newTransport(cfg *config.Config, check func(netip.Addr) error) (*http.Trans
 	if f.Proxy != "" {
 		pu, err := url.Parse(f.Proxy)
 		if err != nil {
-			return nil, fmt.Errorf("fetch.proxy: %w", err)
+			// A parse error quotes the URL, credentials and all.
+			return nil, redact.Error(fmt.Errorf("fetch.proxy: %w", err))
 		}
 		tr.Proxy = http.ProxyURL(pu)
 	}

@@ -51,17 +51,20 @@ func (c *Crawler) SetObserver(o Observer) {
 	c.observer = o
 	c.report.obs = o
 	c.reportMu.Unlock()
-	if s, ok := c.sink.(interface{ Observe(sink.Observer) }); ok {
-		if o == nil {
-			s.Observe(nil)
-		} else {
-			s.Observe(sinkObserver{c})
-		}
-	}
 }
 
-// sinkObserver passes the sink's traffic on, with each retried write's source.
+// sinkObserver passes the sink's traffic on to the observer, with each
+// retried write's source, and logs its outages: one warning when writes
+// stop landing, one line when they land again.
 type sinkObserver struct{ c *Crawler }
+
+func (s sinkObserver) Unavailable(err error) {
+	s.c.log.Warn("elasticsearch unavailable: index writes are retried until they land", "err", err)
+}
+
+func (s sinkObserver) Available(down time.Duration, retried int) {
+	s.c.log.Info("elasticsearch available again", "down_for", down.Round(time.Millisecond).String(), "writes_retried", retried)
+}
 
 func (s sinkObserver) Bulk(took time.Duration, status int, err error) {
 	if o, _ := s.c.observed(); o != nil {
@@ -141,7 +144,7 @@ func sentEvent(w *write) frontier.Event {
 // ackEvent is the history event of a sink acknowledgement.
 func ackEvent(res sink.Result) frontier.Event {
 	if res.Outcome == sink.Failed {
-		return frontier.Event{Kind: frontier.EventWriteFailed, Reason: "index_failed", Status: res.Status, Detail: res.Reason}
+		return frontier.Event{Kind: frontier.EventWriteFailed, Reason: reasonIndexFailed, Status: res.Status, Detail: res.Reason}
 	}
 	return frontier.Event{Kind: frontier.EventWriteDone, Reason: string(res.Outcome), Status: res.Status}
 }

@@ -478,18 +478,27 @@ func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) 
 	}
 }
 
+// write hands a recorded write to the sink. It runs on the frontier's
+// completion callback, so it waits on a full sink only while the crawl
+// runs: a stopped crawl leaves the write pending for the next one.
 func (c *Crawler) write(w *write) {
 	c.report.expect(w.url, w.source)
+	ctx := c.writeContext()
 	var err error
 	if w.del {
-		err = c.sink.Delete(context.Background(), w.id, w.url)
+		err = c.sink.Delete(ctx, w.id, w.url)
 	} else {
-		err = c.sink.Index(context.Background(), w.doc)
+		err = c.sink.Index(ctx, w.doc)
 	}
-	if err != nil {
-		// The write stays pending in the store and is sent again by the next cycle.
-		c.log.Warn("sink write failed", "url", w.url, "source", w.source, "delete", w.del, "err", err)
+	if err == nil {
+		return
 	}
+	// The write stays pending in the store and is sent again by the next cycle.
+	if ctx.Err() != nil {
+		c.unsent.Add(1) // stopping: counted in one line at Close
+		return
+	}
+	c.log.Warn("sink write failed", "url", w.url, "source", w.source, "delete", w.del, "err", err)
 }
 
 // robotsAllow checks robots.txt for u. A refusal returns the deciding line;

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,66 +18,97 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
-	"github.com/elastic/go-elasticsearch/v8/esutil"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/redact"
 )
 
 // Elasticsearch writes documents with the bulk API into a versioned physical
 // index and points the configured alias at it when the writes are done.
 //
-// Transport failures and per-item 429 rejections are retried with backoff
-// until the sink is closed: an outage delays documents, it does not drop them.
-// Any other per-item failure (a mapping conflict, say) is final and reported
-// through the result callback with Elasticsearch's reason.
+// A write that fails for now is sent again after a backoff until it lands:
+// a node refusing connections or not answering within request_timeout, a
+// _bulk request answered with an error status, an item rejected with 429,
+// 409 or any 5xx. An outage delays documents, it never drops them. A write
+// that has not landed when the sink closes is reported Unsent, so the
+// crawler keeps it pending for the next run. Any other item failure (a
+// mapping error, another 4xx) is Failed, with Elasticsearch's reason.
 type Elasticsearch struct {
 	client   *elasticsearch.Client
 	alias    string
 	physical string
-	bulk     esutil.BulkIndexer
 	onResult func(Result)
+	obs      atomic.Pointer[Observer]
 
-	// inflight counts writes handed over and not yet given an outcome;
-	// retries keep their count, so Flush can wait for them too.
-	mu       sync.Mutex
-	inflight int
-	settled  *sync.Cond
-	retryCtx context.Context
-	stop     context.CancelFunc
+	flushBytes    int
+	flushInterval time.Duration
+	timeout       time.Duration // request_timeout: each _bulk request, whole
 
-	// Writes wait in queue for the pump to hand them to the bulk indexer,
-	// whose own queue holds one item per worker: while its workers are
-	// sending, the crawler goes on fetching and extracting instead of
-	// waiting in Add, and Elasticsearch and the crawler work side by side.
-	queue    chan queued
-	pumpDone chan struct{}
-	closeMu  sync.RWMutex // orders senders on queue against Close closing it
-	closed   bool
+	// ctx ends when Close stops waiting: requests in flight are abandoned.
+	ctx  context.Context
+	stop context.CancelFunc
 
-	obs atomic.Pointer[Observer]
+	// Writes wait in ready for a worker; ready holds maxHeld, so sending
+	// to it never blocks. room has a slot per write held: Index and Delete
+	// wait for one, so an unreachable node pauses the crawl instead of
+	// filling memory with documents.
+	ready   chan *write
+	room    chan struct{}
+	workers sync.WaitGroup
+
+	mu          sync.Mutex
+	settled     *sync.Cond // outstanding reached zero, or a Flush's ctx ended
+	held        map[*write]struct{}
+	outstanding int               // held writes, until their outcome is delivered
+	latest      map[string]*write // the newest held write of each document
+	retrying    int               // held writes sent more than once
+	flushers    int               // Flush calls waiting: workers send at once
+	kick        chan struct{}     // closed when a Flush starts
+	closed      bool
+	outage      outage
 }
 
-// sinkQueue is how many writes may wait for the bulk indexer: at about 24
-// KB a document, 12 MB.
-const sinkQueue = 512
+// maxHeld bounds the writes the sink holds (waiting, being sent, waiting
+// to be sent again): at about 30 KB a document, 30 MB. Two default
+// batches of 5 MB in flight and two ready behind them take about 700;
+// more would only hold more memory while the node is the bottleneck.
+const maxHeld = 1024
 
-type queued struct {
+// write is one index or delete on its way.
+type write struct {
 	action, id, url string
 	body            []byte
-	// marker, when set, is closed once every write queued before it has
-	// been handed to the bulk indexer (see Flush).
-	marker chan struct{}
+	attempt         int
+	// next is a newer write of the same document, sent once this one has
+	// an outcome, so a delete never overtakes the index it follows.
+	next  *write
+	timer *time.Timer // set while waiting to be sent again
 }
 
-// Observer sees the sink's traffic, for metrics. Its methods are called
-// from the bulk workers and must be cheap and safe for concurrent use.
+// outage is the time writes stopped landing, for one warning and one
+// recovery line per outage rather than one per retry.
+type outage struct {
+	down    bool
+	since   time.Time
+	delayed int // writes retried since
+}
+
+// Observer sees the sink's traffic, for metrics and the log. Its methods
+// are called from the bulk workers and must be cheap and safe for
+// concurrent use.
 type Observer interface {
 	// Bulk reports one _bulk request: its HTTP status, or the error that
 	// kept it from getting one, and how long it took.
 	Bulk(took time.Duration, status int, err error)
 	// Retry reports a write about to be sent again after a backoff.
 	Retry(url string)
+	// Unavailable reports that writes stopped landing, with the first
+	// error; it is called once per outage.
+	Unavailable(err error)
+	// Available reports that writes land again after an outage that
+	// lasted down, in which retried writes were delayed.
+	Available(down time.Duration, retried int)
 }
 
 // Observe sets the observer; nil removes it.
@@ -115,6 +147,10 @@ const (
 	retryMax = 30 * time.Second
 )
 
+// connectTimeout bounds connecting and the TLS handshake, within
+// request_timeout: a node that answers at all does so at once.
+const connectTimeout = 10 * time.Second
+
 // NewClient builds a client from the configuration with TLS verified unless
 // the configuration says otherwise.
 func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
@@ -134,7 +170,14 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 		}
 		tlsCfg.RootCAs = pool
 	}
+	// Without these a node that accepts connections and never answers
+	// holds a request, and everything waiting on it, for ever.
+	timeout := cfg.RequestTimeout.D()
+	dial := &net.Dialer{Timeout: min(timeout, connectTimeout), KeepAlive: 30 * time.Second}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = dial.DialContext
+	tr.TLSHandshakeTimeout = min(timeout, connectTimeout)
+	tr.ResponseHeaderTimeout = timeout
 	tr.TLSClientConfig = tlsCfg
 	tr.MaxIdleConnsPerHost = 16
 	var rt http.RoundTripper = tr
@@ -154,75 +197,46 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 }
 
 // NewElasticsearch prepares the physical index for the current mapping
-// (creating it if needed) and starts the bulk indexer. extra declares the
+// (creating it if needed) and starts the bulk workers. extra declares the
 // extra_* fields and their types.
 func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string, onResult func(Result)) (*Elasticsearch, error) {
 	if onResult == nil {
 		onResult = func(Result) {}
 	}
 	s := &Elasticsearch{
-		alias:    cfg.Index,
-		physical: docfields.PhysicalIndex(cfg.Index, extra),
-		onResult: onResult,
+		alias:         cfg.Index,
+		physical:      docfields.PhysicalIndex(cfg.Index, extra),
+		onResult:      onResult,
+		flushBytes:    cfg.BulkFlushBytes,
+		flushInterval: cfg.BulkFlushInterval.D(),
+		timeout:       cfg.RequestTimeout.D(),
+		ready:         make(chan *write, maxHeld),
+		room:          make(chan struct{}, maxHeld),
+		held:          map[*write]struct{}{},
+		latest:        map[string]*write{},
+		kick:          make(chan struct{}),
 	}
+	if s.flushBytes <= 0 {
+		s.flushBytes = 5_000_000
+	}
+	if s.flushInterval <= 0 {
+		s.flushInterval = time.Second
+	}
+	s.settled = sync.NewCond(&s.mu)
 	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs} })
 	if err != nil {
 		return nil, err
 	}
 	s.client = client
-	s.settled = sync.NewCond(&s.mu)
 	if err := s.ensureIndex(ctx, cfg, extra); err != nil {
 		return nil, err
 	}
-	workers := cfg.BulkWorkers
-	if workers <= 0 {
-		workers = 2
+	// Requests outlive the caller's per-call contexts but end with Close.
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	for range max(cfg.BulkWorkers, 1) {
+		s.workers.Go(s.work)
 	}
-	s.bulk, err = esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
-		Client:        client,
-		Index:         s.physical,
-		NumWorkers:    workers,
-		FlushBytes:    cfg.BulkFlushBytes,
-		FlushInterval: cfg.BulkFlushInterval.D(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("elasticsearch bulk indexer: %w", err)
-	}
-	// Retries outlive the caller's per-call contexts but end with Close.
-	s.retryCtx, s.stop = context.WithCancel(context.Background())
-	s.queue, s.pumpDone = make(chan queued, sinkQueue), make(chan struct{})
-	go s.pump()
 	return s, nil
-}
-
-func (s *Elasticsearch) pump() {
-	defer close(s.pumpDone)
-	for q := range s.queue {
-		if q.marker != nil {
-			close(q.marker)
-			continue
-		}
-		if err := s.submit(s.retryCtx, q.action, q.id, q.url, q.body, 0); err != nil {
-			// The sink is closing: the write stays pending in the crawler.
-			s.onResult(Result{ID: q.id, URL: q.url, Delete: q.action == "delete", Outcome: Failed, Reason: "elasticsearch sink closed: " + err.Error()})
-			s.settle()
-		}
-	}
-}
-
-// enqueue hands q to the pump, waiting while the queue is full.
-func (s *Elasticsearch) enqueue(ctx context.Context, q queued) error {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return esutil.ErrIndexerClosed
-	}
-	select {
-	case s.queue <- q:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (s *Elasticsearch) String() string {
@@ -238,7 +252,7 @@ func (s *Elasticsearch) Alias() string { return s.alias }
 func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string) error {
 	res, err := s.client.Indices.Exists([]string{s.physical}, s.client.Indices.Exists.WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("elasticsearch %s: %w", strings.Join(cfg.Addresses, ","), err)
+		return redact.Error(fmt.Errorf("elasticsearch %s: %w", strings.Join(cfg.Addresses, ","), err))
 	}
 	res.Body.Close()
 	switch res.StatusCode {
@@ -296,148 +310,371 @@ func (s *Elasticsearch) Delete(ctx context.Context, id, url string) error {
 	return s.add(ctx, "delete", id, url, nil)
 }
 
+// add hands a write to the workers, waiting while the sink holds maxHeld.
 func (s *Elasticsearch) add(ctx context.Context, action, id, url string, body []byte) error {
+	select {
+	case s.room <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w := &write{action: action, id: id, url: url, body: body}
 	s.mu.Lock()
-	s.inflight++
+	if s.closed {
+		s.mu.Unlock()
+		<-s.room
+		return ErrClosed
+	}
+	s.held[w] = struct{}{}
+	s.outstanding++
+	prev := s.latest[id]
+	s.latest[id] = w
+	if prev != nil {
+		prev.next = w
+	}
 	s.mu.Unlock()
-	if err := s.enqueue(ctx, queued{action: action, id: id, url: url, body: body}); err != nil {
-		s.settle()
-		return err
+	if prev == nil {
+		s.ready <- w
 	}
 	return nil
 }
 
-func (s *Elasticsearch) submit(ctx context.Context, action, id, url string, body []byte, attempt int) error {
-	item := esutil.BulkIndexerItem{
-		Action:     action,
-		DocumentID: id,
-		OnSuccess: func(_ context.Context, _ esutil.BulkIndexerItem, res esutil.BulkIndexerResponseItem) {
-			out := Outcome(res.Result)
-			switch {
-			case action == "delete" && res.Result == "not_found":
-				out = NotFound
-			case action == "delete":
-				out = Deleted
-			}
-			s.onResult(Result{ID: id, URL: url, Delete: action == "delete", Outcome: out, Status: res.Status})
-			s.settle()
-		},
-		OnFailure: func(_ context.Context, _ esutil.BulkIndexerItem, res esutil.BulkIndexerResponseItem, err error) {
-			// A delete of a missing document comes back as a 404 "failure";
-			// for the index it is the state we wanted.
-			if err == nil && action == "delete" && res.Status == http.StatusNotFound {
-				s.onResult(Result{ID: id, URL: url, Delete: true, Outcome: NotFound, Status: res.Status})
-				s.settle()
-				return
-			}
-			if err != nil || res.Status == http.StatusTooManyRequests {
-				s.retry(action, id, url, body, attempt+1)
-				return
-			}
-			reason := res.Error.Type + ": " + res.Error.Reason
-			if res.Error.Cause.Reason != "" {
-				reason += " (" + res.Error.Cause.Type + ": " + res.Error.Cause.Reason + ")"
-			}
-			s.onResult(Result{ID: id, URL: url, Delete: action == "delete", Outcome: Failed, Status: res.Status, Reason: reason})
-			s.settle()
-		},
-	}
-	if body != nil {
-		item.Body = bytes.NewReader(body)
-	}
-	return s.bulk.Add(ctx, item)
-}
+// ErrClosed is returned for a write handed to a closed sink.
+var ErrClosed = errors.New("elasticsearch sink closed")
 
-// retry resubmits after an exponential backoff; it gives up only when the
-// sink is closed, and then reports the write as failed rather than losing it
-// silently.
-func (s *Elasticsearch) retry(action, id, url string, body []byte, attempt int) {
-	delay := retryMin << min(attempt, 8)
-	delay = min(delay, retryMax)
-	if o := s.obs.Load(); o != nil {
-		(*o).Retry(url)
-	}
-	go func() {
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			if err := s.submit(s.retryCtx, action, id, url, body, attempt); err == nil {
-				return
-			}
-		case <-s.retryCtx.Done():
+// work sends batches of writes until the sink closes.
+func (s *Elasticsearch) work() {
+	var buf bytes.Buffer
+	batch := make([]*write, 0, 256)
+	for {
+		batch = s.collect(batch[:0], &buf)
+		if s.ctx.Err() != nil {
+			// Closing: what the batch holds is reported unsent by Close.
+			return
 		}
-		s.onResult(Result{ID: id, URL: url, Delete: action == "delete", Outcome: Failed, Reason: "elasticsearch unavailable until the sink closed"})
-		s.settle()
-	}()
+		s.send(batch, buf.Bytes())
+		buf.Reset()
+	}
 }
 
-func (s *Elasticsearch) settle() {
+// collect takes writes into a batch until it reaches bulk_flush_bytes,
+// bulk_flush_interval has passed since its first write, or a Flush waits
+// and no write is ready.
+func (s *Elasticsearch) collect(batch []*write, buf *bytes.Buffer) []*write {
+	select {
+	case w := <-s.ready:
+		batch = appendWrite(batch, buf, w)
+	case <-s.ctx.Done():
+		return batch
+	}
+	timer := time.NewTimer(s.flushInterval)
+	defer timer.Stop()
+	for buf.Len() < s.flushBytes {
+		select {
+		case w := <-s.ready:
+			batch = appendWrite(batch, buf, w)
+			continue
+		default:
+		}
+		s.mu.Lock()
+		flushing, kick := s.flushers > 0, s.kick
+		s.mu.Unlock()
+		if flushing {
+			return batch
+		}
+		select {
+		case w := <-s.ready:
+			batch = appendWrite(batch, buf, w)
+		case <-kick:
+		case <-timer.C:
+			return batch
+		case <-s.ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
+
+// appendWrite adds w's action line and source to a _bulk body.
+func appendWrite(batch []*write, buf *bytes.Buffer, w *write) []*write {
+	id, _ := json.Marshal(w.id)
+	buf.WriteString(`{"` + w.action + `":{"_id":`)
+	buf.Write(id)
+	buf.WriteString("}}\n")
+	if w.body != nil {
+		buf.Write(w.body)
+		buf.WriteByte('\n')
+	}
+	return append(batch, w)
+}
+
+// bulkItem is Elasticsearch's answer for one write of a _bulk request.
+type bulkItem struct {
+	Status int    `json:"status"`
+	Result string `json:"result"`
+	Error  struct {
+		Type     string `json:"type"`
+		Reason   string `json:"reason"`
+		CausedBy struct {
+			Type   string `json:"type"`
+			Reason string `json:"reason"`
+		} `json:"caused_by"`
+	} `json:"error"`
+}
+
+func (it *bulkItem) reason() string {
+	r := it.Error.Type + ": " + it.Error.Reason
+	if it.Error.CausedBy.Reason != "" {
+		r += " (" + it.Error.CausedBy.Type + ": " + it.Error.CausedBy.Reason + ")"
+	}
+	return r
+}
+
+// retryable says whether an item failure may pass by itself: the node
+// overloaded or recovering, or our own writes of one document crossing.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusConflict ||
+		status == http.StatusRequestTimeout || status >= 500
+}
+
+// send makes one _bulk request of batch and gives each write its outcome,
+// or sends it again later.
+func (s *Elasticsearch) send(batch []*write, body []byte) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+	defer cancel()
+	items, err := s.bulk(ctx, body, len(batch))
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return // closing: the writes are reported unsent
+		}
+		s.trouble(err)
+		for _, w := range batch {
+			s.retry(w)
+		}
+		return
+	}
+	var again []*write
+	var why error
+	for i, w := range batch {
+		it := &items[i]
+		switch {
+		case it.Status < 300 || w.action == "delete" && it.Status == http.StatusNotFound:
+			s.settle(w, s.result(w, it))
+		case retryable(it.Status):
+			again = append(again, w)
+			if why == nil {
+				why = fmt.Errorf("_bulk item %d: %s", it.Status, it.reason())
+			}
+		default:
+			res := s.result(w, it)
+			res.Outcome, res.Reason = Failed, it.reason()
+			s.settle(w, res)
+		}
+	}
+	if why == nil {
+		s.recovered()
+		return
+	}
+	s.trouble(why)
+	for _, w := range again {
+		s.retry(w)
+	}
+}
+
+// bulk sends a _bulk body and returns its n items, or the error that
+// leaves every write of it to be sent again.
+func (s *Elasticsearch) bulk(ctx context.Context, body []byte, n int) ([]bulkItem, error) {
+	res, err := s.client.Bulk(bytes.NewReader(body), s.client.Bulk.WithContext(ctx), s.client.Bulk.WithIndex(s.physical))
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within elasticsearch.request_timeout (%s): %w", s.timeout, err)
+		}
+		return nil, redact.Error(fmt.Errorf("_bulk: %w", err))
+	}
+	defer res.Body.Close()
+	if res.IsError() {
+		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return nil, fmt.Errorf("_bulk: %s: %s", res.Status(), bytes.TrimSpace(msg))
+	}
+	var answer struct {
+		Items []map[string]bulkItem `json:"items"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&answer); err != nil {
+		return nil, fmt.Errorf("_bulk: reading the answer: %w", err)
+	}
+	if len(answer.Items) != n {
+		return nil, fmt.Errorf("_bulk: %d items answered for %d writes", len(answer.Items), n)
+	}
+	items := make([]bulkItem, n)
+	for i, m := range answer.Items {
+		for _, it := range m {
+			items[i] = it
+		}
+	}
+	return items, nil
+}
+
+// result is the outcome of a write Elasticsearch answered.
+func (s *Elasticsearch) result(w *write, it *bulkItem) Result {
+	out := Outcome(it.Result)
+	switch {
+	case w.action == "delete" && (it.Result == "not_found" || it.Status == http.StatusNotFound):
+		out = NotFound
+	case w.action == "delete":
+		out = Deleted
+	}
+	return Result{ID: w.id, URL: w.url, Delete: w.action == "delete", Outcome: out, Status: it.Status}
+}
+
+// retry sends w again after an exponential backoff, unless the sink is
+// closing: then Close reports it unsent.
+func (s *Elasticsearch) retry(w *write) {
+	w.attempt++
+	if o := s.obs.Load(); o != nil {
+		(*o).Retry(w.url)
+	}
+	delay := min(retryMin<<min(w.attempt-1, 8), retryMax)
 	s.mu.Lock()
-	s.inflight--
-	if s.inflight == 0 {
+	defer s.mu.Unlock()
+	if w.attempt == 1 {
+		s.retrying++
+		if s.outage.down {
+			s.outage.delayed++
+		}
+	}
+	if s.closed {
+		return
+	}
+	w.timer = time.AfterFunc(delay, func() { s.ready <- w })
+}
+
+// settle delivers w's outcome; the next write of its document goes.
+func (s *Elasticsearch) settle(w *write, res Result) {
+	s.mu.Lock()
+	if _, ok := s.held[w]; !ok {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.held, w)
+	if w.attempt > 0 {
+		s.retrying--
+	}
+	next := w.next
+	if next == nil {
+		delete(s.latest, w.id)
+	}
+	s.mu.Unlock()
+	s.onResult(res)
+	if next != nil {
+		s.ready <- next
+	}
+	s.release(1)
+}
+
+// release ends n writes' hold once their outcomes are delivered.
+func (s *Elasticsearch) release(n int) {
+	for range n {
+		<-s.room
+	}
+	s.mu.Lock()
+	s.outstanding -= n
+	if s.outstanding == 0 {
 		s.settled.Broadcast()
 	}
 	s.mu.Unlock()
 }
 
-// Flush sends what is buffered and waits until every write handed over so
-// far, retries included, has an outcome or ctx ends.
-func (s *Elasticsearch) Flush(ctx context.Context) error {
-	m := make(chan struct{})
-	if err := s.enqueue(ctx, queued{marker: m}); err == nil {
-		select {
-		case <-m:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+// trouble notes that writes do not land, warning once per outage.
+func (s *Elasticsearch) trouble(err error) {
+	s.mu.Lock()
+	if s.outage.down {
+		s.mu.Unlock()
+		return
 	}
-	for {
-		if err := s.bulk.Flush(ctx); err != nil {
-			return fmt.Errorf("elasticsearch flush: %w", err)
-		}
-		if s.waitSettled(ctx, time.Second) {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	s.outage = outage{down: true, since: time.Now()}
+	s.mu.Unlock()
+	if o := s.obs.Load(); o != nil {
+		(*o).Unavailable(err)
 	}
 }
 
-// waitSettled waits up to d for inflight to reach zero.
-func (s *Elasticsearch) waitSettled(ctx context.Context, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	wake := time.AfterFunc(d, func() {
+// recovered ends an outage once a request landed whole and no write it
+// delayed is still waiting to be sent again.
+func (s *Elasticsearch) recovered() {
+	s.mu.Lock()
+	if !s.outage.down || s.retrying > 0 {
+		s.mu.Unlock()
+		return
+	}
+	was := s.outage
+	s.outage = outage{}
+	s.mu.Unlock()
+	if o := s.obs.Load(); o != nil {
+		(*o).Available(time.Since(was.since), was.delayed)
+	}
+}
+
+// Flush sends what is waiting and returns once every write handed over
+// so far, retries included, has an outcome, or with an error when ctx
+// ends first.
+func (s *Elasticsearch) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	s.flushers++
+	close(s.kick)
+	s.kick = make(chan struct{})
+	wake := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		s.settled.Broadcast()
 		s.mu.Unlock()
 	})
-	defer wake.Stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.inflight > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for s.outstanding > 0 && ctx.Err() == nil {
 		s.settled.Wait()
 	}
-	return s.inflight == 0
+	s.flushers--
+	left := s.outstanding
+	s.mu.Unlock()
+	wake()
+	if left > 0 {
+		return fmt.Errorf("elasticsearch: %d index writes not landed: %w", left, ctx.Err())
+	}
+	return nil
 }
 
-// Close flushes and stops the bulk indexer; retries still waiting give up
-// and are reported as failed, their writes kept pending by the crawler.
+// Close waits for the writes held to land while ctx lasts, then abandons
+// the requests in flight and reports every write still held as Unsent:
+// the crawler keeps them pending for the next run. It does not publish.
 func (s *Elasticsearch) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
 	err := s.Flush(ctx)
-	s.closeMu.Lock()
-	if !s.closed {
-		s.closed = true
-		close(s.queue)
-	}
-	s.closeMu.Unlock()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.stop()
-	<-s.pumpDone
-	if cerr := s.bulk.Close(ctx); err == nil && cerr != nil && !errors.Is(cerr, esutil.ErrIndexerClosed) {
-		err = cerr
+	s.workers.Wait()
+	s.mu.Lock()
+	left := make([]*write, 0, len(s.held))
+	for w := range s.held {
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		left = append(left, w)
 	}
-	return err
+	clear(s.held)
+	clear(s.latest)
+	s.mu.Unlock()
+	for _, w := range left {
+		s.onResult(Result{ID: w.id, URL: w.url, Delete: w.action == "delete", Outcome: Unsent,
+			Reason: "not landed when the sink closed"})
+	}
+	s.release(len(left))
+	if err != nil {
+		return fmt.Errorf("%w; they stay pending", err)
+	}
+	return nil
 }
 
 // Publish flushes, refreshes the physical index so searches see the

@@ -3,7 +3,9 @@ package sink_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,10 +15,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -301,5 +305,90 @@ func publishAndClose(t *testing.T, s *sink.Elasticsearch) {
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// proxiedSink opens a sink writing to a fresh index through a fault proxy.
+func proxiedSink(t *testing.T) (s *sink.Elasticsearch, p *faultproxy.Proxy, got *results, index string) {
+	t.Helper()
+	index = estest.Index(t)
+	p = estest.Proxy(t)
+	got = &results{}
+	s, err := sink.NewElasticsearch(context.Background(), esConfig(p.URL, index), nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, p, got, index
+}
+
+func TestWritesNotLandedWhenTheSinkClosesAreUnsentNotFailed(t *testing.T) {
+	s, p, got, _ := proxiedSink(t)
+	ctx := context.Background()
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Refuse})
+	const n = 5
+	for i := range n {
+		if err := s.Index(ctx, doc(fmt.Sprintf("http://example.test/u%d", i), "u")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closing, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.Close(closing); err == nil {
+		t.Error("Close reported success with every write unlanded")
+	}
+	outs := got.outcomes()
+	if len(outs) != n {
+		t.Fatalf("outcomes %v, want one per write", outs)
+	}
+	for _, o := range outs {
+		if o != sink.Unsent {
+			t.Fatalf("outcomes %v, want every write unsent (it stays pending), none failed", outs)
+		}
+	}
+}
+
+func TestADeleteWaitsForTheRetriedIndexOfTheSameDocument(t *testing.T) {
+	s, p, got, index := proxiedSink(t)
+	ctx := context.Background()
+	u := "http://example.test/flip"
+	// The index is refused once and sent again after a backoff; the delete
+	// made meanwhile must not land before it.
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, Count: 1})
+	if err := s.Index(ctx, doc(u, "flip")); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := p.Await(wait, func(st faultproxy.Stats) bool { return st.Items == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, docfields.ID(u), u); err != nil {
+		t.Fatal(err)
+	}
+	publishAndClose(t, s)
+	if want := []sink.Outcome{sink.Created, sink.Deleted}; !slices.Equal(got.outcomes(), want) {
+		t.Errorf("outcomes %v, want %v: the index, then the delete", got.outcomes(), want)
+	}
+	if code := getJSON(t, estest.URL(t)+"/"+index+"/_doc/"+docfields.ID(u), nil); code != http.StatusNotFound {
+		t.Errorf("the deleted document reads back with %d, want 404", code)
+	}
+}
+
+func TestAnUnreachableAddressWithCredentialsIsNamedWithoutThem(t *testing.T) {
+	const secret = "Sup3rS3cret"
+	// Validation refuses such an address; a caller that skips it still
+	// gets no password in the error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there: the connection is refused
+	_, err = sink.NewElasticsearch(context.Background(), esConfig("http://elastic:"+secret+"@"+addr, "x"), nil, nil)
+	if err == nil {
+		t.Fatal("a sink opened against a closed port")
+	}
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), addr) {
+		t.Errorf("error %q: want the address named without its password", err)
 	}
 }

@@ -22,7 +22,11 @@ const (
 	Deleted  Outcome = "deleted"
 	NotFound Outcome = "not_found" // a delete of a document the index did not hold
 	Written  Outcome = "written"   // the file sink cannot tell creates from updates
-	Failed   Outcome = "failed"    // rejected for good, with a reason; never retried
+	Failed   Outcome = "failed"    // rejected for good, with a reason; not retried by the sink
+	// Unsent: the sink closed before the write landed. Nothing is known
+	// to have changed: the write stays pending and is sent again by the
+	// next run.
+	Unsent Outcome = "unsent"
 )
 
 // Result is the acknowledgement of one write.
