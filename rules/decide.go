@@ -44,6 +44,14 @@ func (s *Source) Decide(u string, depth int) Decision {
 		}
 	}
 
+	// An IP-literal host is its own address: judged now, as the dialer
+	// would, rather than after robots.txt and the request are tried.
+	if ip, ok := LiteralAddress(p.Host); ok && !s.behindProxy {
+		if d := s.DecideAddress(ip); !d.Crawl {
+			return d
+		}
+	}
+
 	var allowRule string
 	if i := s.ibm.decideDomain(p.Host, p.EffectivePort()); i != noMatch {
 		ref := s.ruleRefs[s.ibm.domainAt[i]]
@@ -168,6 +176,22 @@ func (s *Source) DecideAddress(ip netip.Addr) Decision {
 		return s.refuse(ReasonForbiddenAddress, s.privateRef)
 	}
 	return s.allowed(rule)
+}
+
+// JudgesAddresses reports whether DecideAddress can refuse anything: the
+// source has address rules, or private networks are not allowed.
+func (s *Source) JudgesAddresses() bool { return len(s.ibm.addrs) > 0 || !s.allowPrivate }
+
+// LiteralAddress reads a URL's host (as urlnorm.Split gives it, IPv6
+// without brackets) as an IP address, when it is one: its address is known
+// without DNS, so DecideAddress can judge it before any request. A host
+// name is told by its first bytes, without parsing (or allocating).
+func LiteralAddress(host string) (netip.Addr, bool) {
+	if strings.IndexByte(host, ':') < 0 && strings.Trim(host, "0123456789.") != "" {
+		return netip.Addr{}, false
+	}
+	ip, err := netip.ParseAddr(host)
+	return ip, err == nil && ip.Zone() == ""
 }
 
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
