@@ -205,7 +205,6 @@ type Source struct {
 	cfg       *config.Config
 	path      string
 	norm      *urlnorm.Normalizer
-	keepsAll  bool // the query filter keeps every parameter
 	startURLs []string
 
 	schemes        []string
@@ -254,6 +253,7 @@ type Source struct {
 	// behindProxy: the crawler dials only the proxy, so no address of a
 	// crawled host is ever judged.
 	behindProxy bool
+	keepsAll    bool // the query filter keeps every parameter
 }
 
 // Groups of the source's pattern set.
