@@ -39,10 +39,6 @@ type Config struct {
 	// positions maps a key path such as "sources[0].exclude[2]" to where its
 	// value starts in File, for errors and for explain's rule references.
 	positions map[string]Position
-	// numbers holds every number as the file wrote it, for range errors.
-	numbers map[string]string
-	// warnings are problems found while loading that do not stop a crawl.
-	warnings Errors
 }
 
 // Elasticsearch is the target cluster. Index is an alias; documents live in a

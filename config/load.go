@@ -57,11 +57,11 @@ func Parse(file string, data []byte) (*Config, error) {
 	c := &Config{File: file}
 	d.value(nil, root, reflect.ValueOf(c).Elem(), "")
 	delete(d.pos, "")
-	c.positions, c.numbers = d.pos, d.numbers
+	c.positions = d.pos
 	c.setDefaults(d.written)
 	errs := d.errs
 	if !d.exhausted {
-		errs = append(errs, c.check(d.bad, d.unknown, d.overflow)...)
+		errs = append(errs, c.check(d)...)
 	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b *Error) int {

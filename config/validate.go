@@ -32,28 +32,28 @@ var extraTypes = []string{"keyword", "text", "integer", "long", "float", "double
 var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
 
 type checker struct {
-	c       *Config
-	bad     map[string]bool
-	unknown map[string]bool
-	// overflow holds the numbers too large for their type that no range
-	// check has reported yet.
+	c *Config
+	// bad holds the key paths that already failed to decode; no error is
+	// added at or below them. unknown holds the mappings with an unknown key.
+	bad, unknown map[string]bool
+	// numbers holds every number as the file wrote it; overflow those too
+	// large for their type, decoded as its extreme for a range check to
+	// report, that no range check has reported yet.
+	numbers  map[string]string
 	overflow map[string]bool
 	errs     Errors
 }
 
-// check validates a defaulted config. bad holds the key paths that already
-// failed to decode; no error is added at or below them. unknown holds the
-// mappings with an unknown key; overflow the numbers too large for their
-// type, decoded as its extreme for the range checks to report.
-func (c *Config) check(bad, unknown, overflow map[string]bool) Errors {
-	k := &checker{c: c, bad: bad, unknown: unknown, overflow: overflow}
+// check validates a defaulted config decoded by d.
+func (c *Config) check(d *decoder) Errors {
+	k := &checker{c: c, bad: d.bad, unknown: d.unknown, numbers: d.numbers, overflow: d.overflow}
 	k.global()
 	for i := range c.Sources {
 		k.source(i)
 	}
 	// Every number has a range check; this is for one added without.
 	for _, p := range slices.Sorted(maps.Keys(k.overflow)) {
-		k.errorf(p, "%s is out of range", c.numbers[p])
+		k.errorf(p, "%s is out of range", k.numbers[p])
 	}
 	return k.errs
 }
@@ -91,7 +91,7 @@ func (k *checker) inRange(path string, v, lo, hi int64, show func(int64) string)
 	if lo <= v && v <= hi {
 		return true
 	}
-	got, ok := k.c.numbers[path]
+	got, ok := k.numbers[path]
 	if !ok {
 		got = show(v)
 	}
