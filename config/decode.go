@@ -1,8 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +37,14 @@ type decoder struct {
 	// unknown marks mappings holding an unknown key: "no operator" or "no
 	// action" there is most likely that key misspelled, already reported.
 	unknown map[string]bool
+	// numbers holds every integer and duration as written, so a range
+	// error shows the value the way the file spells it.
+	numbers map[string]string
+	// overflow marks numbers too large for their type. They are decoded
+	// as the type's extreme, which no range admits, so validation reports
+	// them with the key's bounds; one no range check claims is an error
+	// of its own.
+	overflow map[string]bool
 	// expanding holds the aliases being expanded, to stop self-reference.
 	expanding map[*yaml.Node]bool
 	budget    int
@@ -47,6 +58,8 @@ func newDecoder(file string) *decoder {
 		null:      make(map[string]bool),
 		bad:       make(map[string]bool),
 		unknown:   make(map[string]bool),
+		numbers:   make(map[string]string),
+		overflow:  make(map[string]bool),
 		expanding: make(map[*yaml.Node]bool),
 		budget:    nodeBudget,
 	}
@@ -328,30 +341,56 @@ func (d *decoder) integer(n *yaml.Node, v reflect.Value, path string) {
 		case "!!int":
 			var i int64
 			if err := n.Decode(&i); err != nil || v.OverflowInt(i) {
-				d.errorAt(n, path, "%s is out of range", n.Value)
+				d.tooLarge(n, v, path, strings.HasPrefix(n.Value, "-"))
 				return
 			}
+			d.number(n, path)
 			v.SetInt(i)
 			return
+		case "!!float":
+			// yaml.v3 reads an integer past 64 bits as a float: it is a
+			// number out of range, not something other than a number.
+			if wholeNumber.MatchString(n.Value) {
+				d.tooLarge(n, v, path, strings.HasPrefix(n.Value, "-"))
+				return
+			}
 		case "!!str":
 			// Byte counts may be written with a unit, "10MiB", since a bare
 			// 10485760 is hard to read and easy to get wrong by a digit.
 			if strings.HasSuffix(path, "bytes") {
 				i, err := parseSize(n.Value)
-				if err != nil {
+				switch {
+				case errors.Is(err, errSizeRange) || err == nil && v.OverflowInt(i):
+					d.tooLarge(n, v, path, false)
+				case err != nil:
 					d.errorAt(n, path, "%v", err)
-					return
+				default:
+					d.number(n, path)
+					v.SetInt(i)
 				}
-				if v.OverflowInt(i) {
-					d.errorAt(n, path, "%s is out of range", n.Value)
-					return
-				}
-				v.SetInt(i)
 				return
 			}
 		}
 	}
 	d.errorAt(n, path, "expected an integer, got %s", describe(n))
+}
+
+// wholeNumber is a decimal integer as YAML writes one, of any length.
+var wholeNumber = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
+// number records a numeric value as written.
+func (d *decoder) number(n *yaml.Node, path string) { d.numbers[path] = n.Value }
+
+// tooLarge stores the extreme of v's type for a number past it.
+func (d *decoder) tooLarge(n *yaml.Node, v reflect.Value, path string, negative bool) {
+	d.number(n, path)
+	d.overflow[path] = true
+	bits := v.Type().Bits()
+	if negative {
+		v.SetInt(-1 << (bits - 1))
+	} else {
+		v.SetInt(1<<(bits-1) - 1)
+	}
 }
 
 func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
@@ -364,22 +403,35 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 		// Zero is zero in any unit; any other bare number could mean
 		// seconds or milliseconds (the Smartsite seed's sleep is in ms).
 		if f, err := strconv.ParseFloat(n.Value, 64); err == nil && f == 0 {
+			d.number(n, path)
 			v.SetInt(0)
 			return
 		}
 		d.errorAt(n, path, "%s has no unit, which is ambiguous: write %ss, %sms or %sm", n.Value, n.Value, n.Value, n.Value)
 		return
 	case "!!str":
-		dur, err := time.ParseDuration(strings.TrimSpace(n.Value))
-		if err != nil {
+		s := strings.TrimSpace(n.Value)
+		dur, err := time.ParseDuration(s)
+		switch {
+		case err != nil && durationSyntax.MatchString(s):
+			// Well formed but past time.Duration's 292 years.
+			d.tooLarge(n, v, path, strings.HasPrefix(s, "-"))
+		case err != nil:
 			d.errorAt(n, path, "invalid duration %s: write a Go duration such as 500ms, 90s or 1h30m", describe(n))
-			return
+		default:
+			d.number(n, path)
+			v.SetInt(int64(dur))
 		}
-		v.SetInt(int64(dur))
 		return
 	}
 	d.errorAt(n, path, "expected a duration such as 90s or 1h30m, got %s", describe(n))
 }
+
+// durationSyntax is what time.ParseDuration accepts, whatever the magnitude.
+var durationSyntax = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// errSizeRange is parseSize's error for a size past int64.
+var errSizeRange = errors.New("size out of range")
 
 // parseSize reads a byte count with an optional unit: 512, "64KiB", "10MB".
 func parseSize(s string) (int64, error) {
@@ -393,7 +445,7 @@ func parseSize(s string) (int64, error) {
 	}
 	num, err := strconv.ParseInt(t[:i], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("size %q is out of range", s)
+		return 0, errSizeRange
 	}
 	var mult int64
 	switch strings.ToLower(strings.TrimSpace(t[i:])) {
@@ -414,8 +466,8 @@ func parseSize(s string) (int64, error) {
 	default:
 		return 0, fmt.Errorf("invalid size %q: the unit must be one of B, KB, KiB, MB, MiB, GB, GiB", s)
 	}
-	if num > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q is out of range", s)
+	if num > math.MaxInt64/mult {
+		return 0, errSizeRange
 	}
 	return num * mult, nil
 }

@@ -106,7 +106,7 @@ func TestTypeErrorsArePositionedAtTheValue(t *testing.T) {
 			`c.yaml:4:21: sources[0].max_link_depth: expected an integer, got 2.5`,
 		}},
 		{"integer out of range", "elasticsearch: {shards: 99999999999999999999}\n" + minimal, []string{
-			`c.yaml:1:25: elasticsearch.shards: expected an integer, got 99999999999999999999`,
+			`c.yaml:1:25: elasticsearch.shards: must be between 1 and 1024, got 99999999999999999999`,
 		}},
 		{"mapping where a list is expected", "sources:\n  name: a\n", []string{
 			`c.yaml:2:3: sources: expected a list, got a mapping`,

@@ -61,7 +61,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	c.setDefaults(d.written)
 	errs := d.errs
 	if !d.exhausted {
-		errs = append(errs, c.check(d.bad, d.unknown)...)
+		errs = append(errs, c.check(d)...)
 	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b *Error) int {

@@ -63,6 +63,10 @@ func ParseRuleLine(s string) (RuleLine, error) {
 	return r, nil
 }
 
+// maxLengthBound bounds the numbers of a length range: no URL is longer
+// than max_url_length allows, 1MiB at most.
+const maxLengthBound = 1 << 20
+
 // ParseLengthRange reads an Exalead length range: "[30:]" is 30 or more,
 // "[:10]" at most 10, "[11:12]" 11 or 12. Both bounds are inclusive; max is
 // -1 when there is no upper bound.
@@ -81,6 +85,9 @@ func ParseLengthRange(s string) (lo, hi int, err error) {
 			return def, nil
 		}
 		n, err := strconv.Atoi(v)
+		if errors.Is(err, strconv.ErrRange) || err == nil && n > maxLengthBound {
+			return 0, fmt.Errorf("length range %q: bound %s is past %d, longer than any URL", s, v, maxLengthBound)
+		}
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("length range %q: bound %q is not a whole number >= 0", s, v)
 		}

@@ -47,7 +47,8 @@ var fingerprintSkip = []string{
 // politeness, orphans, max_temporary_errors, auth, headers and budget; plus these
 // global keys, which shape every source's crawl space: the product token of
 // user_agent (the first word before any "/": robots.txt groups match it,
-// so a version bump changes nothing), allow_private_networks,
+// so a version bump changes nothing), allow_private_networks, whether
+// fetch.proxy is set (behind a proxy no address is judged),
 // always_ignored_extensions, fetch.max_body_bytes and
 // fetch.max_links_per_page. Keys at their zero value are left out of the
 // hash, so a future key whose zero is its default does not change existing
@@ -64,6 +65,7 @@ func Fingerprint(s *Source) string {
 		}
 		canon(h, "user_agent.product_token", reflect.ValueOf(token), false, nil)
 		canon(h, "allow_private_networks", reflect.ValueOf(c.AllowPrivateNetworks), false, nil)
+		canon(h, "fetch.proxy.set", reflect.ValueOf(c.Fetch.Proxy != ""), false, nil)
 		canon(h, "always_ignored_extensions", reflect.ValueOf(c.AlwaysIgnoredExtensions), false, nil)
 		canon(h, "fetch.max_body_bytes", reflect.ValueOf(c.Fetch.MaxBodyBytes), false, nil)
 		canon(h, "fetch.max_links_per_page", reflect.ValueOf(c.Fetch.MaxLinksPerPage), false, nil)

@@ -67,6 +67,7 @@ func TestFingerprintChangesWithTheCrawlSpaceOnly(t *testing.T) {
 		"extraction":                  src("extraction: {remove_classes: []}"),
 		"the product token":           "user_agent: intranetbot/0.1\n" + minimal,
 		"private networks":            "allow_private_networks: true\n" + minimal,
+		"a proxy":                     "fetch: {proxy: \"http://proxy.example:3128\"}\n" + minimal,
 		"always ignored extensions":   "always_ignored_extensions: [pdf]\n" + minimal,
 		"the body cap":                "fetch: {max_body_bytes: 1MiB}\n" + minimal,
 		"the source name":             "sources:\n  - name: b\n    start_urls: [http://example.com/]\n",
@@ -78,6 +79,11 @@ func TestFingerprintChangesWithTheCrawlSpaceOnly(t *testing.T) {
 			t.Errorf("%s gives the same fingerprint as %s", name, other)
 		}
 		seen[fp] = name
+	}
+	// Which proxy does not matter, only whether there is one.
+	if fingerprint(t, "fetch: {proxy: \"http://proxy.example:3128\"}\n"+minimal) !=
+		fingerprint(t, "fetch: {proxy: \"http://u:p@other.example:8080\"}\n"+minimal) {
+		t.Error("another proxy changed the fingerprint")
 	}
 	// index: false and an unset index are different rules.
 	if fingerprint(t, src("crawl_rules: [{match: {path: /x}, index: false, priority: 1}]")) ==

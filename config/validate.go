@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -31,20 +32,28 @@ var extraTypes = []string{"keyword", "text", "integer", "long", "float", "double
 var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
 
 type checker struct {
-	c       *Config
-	bad     map[string]bool
-	unknown map[string]bool
-	errs    Errors
+	c *Config
+	// bad holds the key paths that already failed to decode; no error is
+	// added at or below them. unknown holds the mappings with an unknown key.
+	bad, unknown map[string]bool
+	// numbers holds every number as the file wrote it; overflow those too
+	// large for their type, decoded as its extreme for a range check to
+	// report, that no range check has reported yet.
+	numbers  map[string]string
+	overflow map[string]bool
+	errs     Errors
 }
 
-// check validates a defaulted config. bad holds the key paths that already
-// failed to decode; no error is added at or below them. unknown holds the
-// mappings with an unknown key.
-func (c *Config) check(bad, unknown map[string]bool) Errors {
-	k := &checker{c: c, bad: bad, unknown: unknown}
+// check validates a defaulted config decoded by d.
+func (c *Config) check(d *decoder) Errors {
+	k := &checker{c: c, bad: d.bad, unknown: d.unknown, numbers: d.numbers, overflow: d.overflow}
 	k.global()
 	for i := range c.Sources {
 		k.source(i)
+	}
+	// Every number has a range check; this is for one added without.
+	for _, p := range slices.Sorted(maps.Keys(k.overflow)) {
+		k.errorf(p, "%s is out of range", k.numbers[p])
 	}
 	return k.errs
 }
@@ -75,22 +84,57 @@ func (k *checker) oneOf(path, v string, allowed ...string) {
 	}
 }
 
-func (k *checker) atLeast(path string, v, lo int64) {
-	if v < lo {
-		k.errorf(path, "must be at least %d, got %d", lo, v)
+// inRange checks that v is from lo to hi, both included, and reports the
+// value as the file wrote it, with bounds formatted by show.
+func (k *checker) inRange(path string, v, lo, hi int64, show func(int64) string) bool {
+	delete(k.overflow, path)
+	if lo <= v && v <= hi {
+		return true
 	}
+	got, ok := k.numbers[path]
+	if !ok {
+		got = show(v)
+	}
+	k.errorf(path, "must be between %s and %s, got %s", show(lo), show(hi), got)
+	return false
 }
 
-func (k *checker) between(path string, v, lo, hi int64) {
-	if v < lo || v > hi {
-		k.errorf(path, "must be between %d and %d, got %d", lo, hi, v)
-	}
+func (k *checker) between(path string, v, lo, hi int64) bool {
+	return k.inRange(path, v, lo, hi, func(n int64) string { return strconv.FormatInt(n, 10) })
 }
 
-func (k *checker) positive(path string, d Duration) {
-	if d <= 0 {
-		k.errorf(path, "must be longer than 0, got %s", d.D())
+func (k *checker) size(path string, v, lo, hi int64) bool {
+	return k.inRange(path, v, lo, hi, formatSize)
+}
+
+func (k *checker) span(path string, d, lo, hi Duration) bool {
+	return k.inRange(path, int64(d), int64(lo), int64(hi), func(n int64) string { return formatDuration(time.Duration(n)) })
+}
+
+// formatSize writes a byte count the way a config may: 64MiB, 1GiB, 1000.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		unit  string
+		shift uint
+	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.unit
+		}
 	}
+	return strconv.FormatInt(n, 10)
+}
+
+// formatDuration writes a duration without zero minutes and seconds: 1h,
+// 10m, 8760h, 1h30m, 10ms.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (k *checker) nonEmpty(path, v string) bool {
@@ -147,14 +191,8 @@ func (k *checker) global() {
 		k.errorf("output.index", "%s", msg)
 	}
 
+	k.fetch(&c.Fetch)
 	f := &c.Fetch
-	k.atLeast("fetch.concurrency", int64(f.Concurrency), 1)
-	k.positive("fetch.connect_timeout", f.ConnectTimeout)
-	k.positive("fetch.response_header_timeout", f.ResponseHeaderTimeout)
-	k.positive("fetch.timeout", f.Timeout)
-	k.atLeast("fetch.max_body_bytes", f.MaxBodyBytes, 1)
-	k.between("fetch.max_redirects", int64(f.MaxRedirects), 0, 100)
-	k.atLeast("fetch.max_links_per_page", int64(f.MaxLinksPerPage), 1)
 	if f.Proxy != "" {
 		// The proxy URL may carry credentials: never echo it.
 		u, err := url.Parse(f.Proxy)
@@ -178,6 +216,37 @@ func (k *checker) global() {
 	}
 }
 
+// Bounds of the fetch keys. Timeouts under 10ms fail even on loopback;
+// past an hour of waiting for a connection or headers, or two for a whole
+// body (1GiB at a slow 150KB/s), a stalled server holds a worker for
+// nothing.
+const (
+	// Every request in flight holds a socket: 512 stays under the usual
+	// limit of 1024 open files with room for the state store and sink.
+	maxConcurrency = 512
+	// A body is held whole in memory, so its cap times the requests in
+	// flight is what bodies may cost: 8GiB at most.
+	maxBodyBytes      = 1 << 30
+	maxBodiesInFlight = 8 << 30
+	// A page's links are queued in the transaction that completes it.
+	maxLinksPerPage = 100_000
+	minTimeout      = Duration(10 * time.Millisecond)
+)
+
+func (k *checker) fetch(f *Fetch) {
+	okC := k.between("fetch.concurrency", int64(f.Concurrency), 1, maxConcurrency)
+	k.span("fetch.connect_timeout", f.ConnectTimeout, minTimeout, Duration(10*time.Minute))
+	k.span("fetch.response_header_timeout", f.ResponseHeaderTimeout, minTimeout, Duration(time.Hour))
+	k.span("fetch.timeout", f.Timeout, minTimeout, Duration(2*time.Hour))
+	okB := k.size("fetch.max_body_bytes", f.MaxBodyBytes, 1, maxBodyBytes)
+	if okC && okB && int64(f.Concurrency)*f.MaxBodyBytes > maxBodiesInFlight {
+		k.errorf("fetch.max_body_bytes", "with fetch.concurrency %d, bodies in flight may hold %s: keep concurrency × max_body_bytes at most %s",
+			f.Concurrency, formatSize(int64(f.Concurrency)*f.MaxBodyBytes), formatSize(maxBodiesInFlight))
+	}
+	k.between("fetch.max_redirects", int64(f.MaxRedirects), 0, 100)
+	k.between("fetch.max_links_per_page", int64(f.MaxLinksPerPage), 1, maxLinksPerPage)
+}
+
 func (k *checker) elasticsearch(es *Elasticsearch) {
 	const p = "elasticsearch"
 	if len(es.Addresses) == 0 {
@@ -197,14 +266,17 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 	if msg := indexNameProblem(es.Index); msg != "" {
 		k.errorf(p+".index", "%s", msg)
 	}
+	// 1024 shards is Elasticsearch's own limit for one index.
 	k.between(p+".shards", int64(es.Shards), 1, 1024)
 	k.between(p+".replicas", int64(*es.Replicas), 0, 64)
-	k.atLeast(p+".bulk_flush_bytes", int64(es.BulkFlushBytes), 1)
-	k.positive(p+".bulk_flush_interval", es.BulkFlushInterval)
+	// A bulk request holds up to this and one more document, and must stay
+	// under Elasticsearch's http.max_content_length (100MiB by default).
+	k.size(p+".bulk_flush_bytes", int64(es.BulkFlushBytes), 1, 64<<20)
+	// Under 10ms the flush timer would keep a core busy.
+	k.span(p+".bulk_flush_interval", es.BulkFlushInterval, Duration(10*time.Millisecond), Duration(time.Hour))
 	k.between(p+".bulk_workers", int64(es.BulkWorkers), 1, 64)
-	if d := es.RequestTimeout.D(); d < MinESRequestTimeout || d > MaxESRequestTimeout {
-		k.errorf(p+".request_timeout", "must be from %s to %s (a whole _bulk request must fit in it), got %s", MinESRequestTimeout, MaxESRequestTimeout, d)
-	}
+	// A whole _bulk request must fit in it.
+	k.span(p+".request_timeout", es.RequestTimeout, Duration(MinESRequestTimeout), Duration(MaxESRequestTimeout))
 	switch {
 	case es.Username != "" && es.Password == "":
 		k.errorf(p+".username", "password is required with username")
@@ -289,14 +361,22 @@ func (k *checker) source(i int) {
 	for j, u := range s.Feeds {
 		k.url(indexPath(at("feeds"), j), u, []string{"http", "https"})
 	}
-	k.positive(at("discovery_interval"), s.DiscoveryInterval)
-	k.positive(at("max_age"), s.MaxAge)
-	k.atLeast(at("sitemap_limits.max_bytes"), s.SitemapLimits.MaxBytes, 1)
-	k.atLeast(at("sitemap_limits.max_urls"), int64(s.SitemapLimits.MaxURLs), 1)
+	const year = Duration(365 * 24 * time.Hour)
+	// The service revisits start URLs, sitemaps and feeds this often: under
+	// a minute that is hammering them, not discovery.
+	k.span(at("discovery_interval"), s.DiscoveryInterval, Duration(time.Minute), year)
+	// Any positive age is safe: aged checks run once a cycle, and the
+	// service wakes for them at most once a minute.
+	k.span(at("max_age"), s.MaxAge, 1, year)
+	// A sitemap is read as a stream, but its URLs are kept until queued:
+	// five times the sitemaps.org caps (50MB, 50,000 URLs) and more.
+	k.size(at("sitemap_limits.max_bytes"), s.SitemapLimits.MaxBytes, 1, 256<<20)
+	k.between(at("sitemap_limits.max_urls"), int64(s.SitemapLimits.MaxURLs), 1, 1_000_000)
 	k.between(at("sitemap_limits.max_depth"), int64(s.SitemapLimits.MaxDepth), 0, 20)
 
-	k.atLeast(at("max_link_depth"), int64(s.MaxLinkDepth), 0)
-	k.atLeast(at("max_path_depth"), int64(s.MaxPathDepth), 0)
+	// 0 is no limit; a link or path deeper than 1000 is a trap, not a site.
+	k.between(at("max_link_depth"), int64(s.MaxLinkDepth), 0, 1000)
+	k.between(at("max_path_depth"), int64(s.MaxPathDepth), 0, 1000)
 	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, 1<<20)
 	for j, q := range s.HonoredQueryParams {
 		qp := indexPath(at("honored_query_params"), j)
@@ -326,9 +406,7 @@ func (k *checker) source(i int) {
 		k.crawlRule(s, indexPath(at("crawl_rules"), j), &s.CrawlRules[j])
 	}
 
-	if s.Politeness.Delay < 0 {
-		k.errorf(at("politeness.delay"), "must not be negative, got %s", s.Politeness.Delay.D())
-	}
+	k.span(at("politeness.delay"), s.Politeness.Delay, 0, Duration(time.Hour))
 	k.between(at("politeness.max_parallel_per_host"), int64(s.Politeness.MaxParallelPerHost), 1, 64)
 
 	e := &s.Extraction
@@ -356,7 +434,9 @@ func (k *checker) source(i int) {
 			k.errorf(tp, "%q is listed twice", t)
 		}
 	}
-	k.atLeast(at("extraction.max_body_bytes"), int64(e.MaxBodyBytes), 1)
+	// A document travels in one bulk request: with bulk_flush_bytes it must
+	// stay under Elasticsearch's 100MiB request limit, escaped as JSON.
+	k.size(at("extraction.max_body_bytes"), int64(e.MaxBodyBytes), 1, 16<<20)
 
 	k.oneOf(at("orphans"), s.Orphans, "keep", "recheck", "delete")
 	k.between(at("max_temporary_errors"), int64(s.MaxTemporaryErrors), 1, 1000)

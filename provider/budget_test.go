@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -39,24 +38,6 @@ func trapSite(t *testing.T, trap *hostile.Trap, stop int64) (*httptest.Server, c
 	}))
 	t.Cleanup(srv.Close)
 	return srv, ctx
-}
-
-// syncBuffer is a log destination shared by the crawl's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // crawlLogged runs one cycle with a crawler of its own that logs into log,

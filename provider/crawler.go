@@ -523,6 +523,11 @@ func (c *Crawler) Reapply() error {
 		if src == nil {
 			return frontier.Verdict{Reason: "source_removed"}
 		}
+		if r.State == frontier.Excluded && src.rules.Rewrite(r.URL) != r.URL {
+			// A link refused as found, never a URL to fetch: the page that
+			// holds it judges it again when it is read.
+			return frontier.Verdict{Reason: r.Reason}
+		}
 		d := src.rules.Decide(r.URL, r.Depth)
 		if !d.Crawl {
 			return frontier.Verdict{Reason: string(d.Reason)}

@@ -9,6 +9,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/sitemap"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // discoverListed queues the URLs a source's sitemaps and feeds list: those
@@ -53,7 +54,9 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 	for len(files) > 0 && ctx.Err() == nil {
 		f := files[0]
 		files = files[1:]
-		fu, err := src.rules.Normalize(f.url)
+		// A sitemap or feed is read as named: the query filter is for pages
+		// (a sitemap index may list sitemap.xml?page=2, page=3...).
+		fu, err := urlnorm.Normalize(f.url)
 		if err != nil || seen[fu] {
 			continue
 		}
@@ -85,11 +88,11 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 		items := make([]frontier.Item, 0, len(res.URLs))
 		var refused refusals
 		for _, e := range res.URLs {
-			nu, err := src.rules.Normalize(e.URL)
+			found, err := urlnorm.Normalize(e.URL)
 			if err != nil {
 				continue
 			}
-			to, d := c.rules.Route(nu, 0, src.rules)
+			to, nu, d := c.rules.Route(found, 0, src.rules)
 			if !d.Crawl {
 				refused.add(to, nu, 0, d)
 				continue

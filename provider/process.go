@@ -19,6 +19,7 @@ import (
 	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // fetchResult travels with a request through colly's callbacks.
@@ -229,6 +230,8 @@ func (c *Crawler) unindex(rec frontier.Record, o *frontier.Outcome) *write {
 // found routes each link of a page to the source whose crawl space holds
 // it, for the page's outcome to queue in the class its decision gives, and
 // collects the refused ones, for the outcome to record with their reasons.
+// Links are judged as found; what is queued is what the query filter makes
+// of them, and what is refused is recorded as refused (see Set.Route).
 func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) *frontier.Found {
 	items := make([]frontier.Item, 0, len(links))
 	var refused refusals
@@ -236,16 +239,16 @@ func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, o
 		if l.NoFollow && obeyNofollow {
 			continue
 		}
-		nu, err := src.rules.Normalize(l.URL)
+		fu, err := urlnorm.Normalize(l.URL)
 		if err != nil {
 			continue
 		}
-		to, d := c.rules.Route(nu, from.Depth+1, src.rules)
+		to, u, d := c.rules.Route(fu, from.Depth+1, src.rules)
 		if !d.Crawl {
-			refused.add(to, nu, from.Depth+1, d)
+			refused.add(to, u, from.Depth+1, d)
 			continue
 		}
-		items = append(items, frontier.Item{URL: nu, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
+		items = append(items, frontier.Item{URL: u, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
 	}
 	fd := &frontier.Found{Links: items}
 	for reason, items := range refused.byReason {
@@ -319,15 +322,12 @@ func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
 	if raw == "" {
 		return ""
 	}
-	cu, err := src.rules.Normalize(raw)
-	if err != nil || cu == it.URL {
+	found, err := urlnorm.Normalize(raw)
+	if err != nil {
 		return ""
 	}
-	if frontier.HostKey(cu) != frontier.HostKey(it.URL) {
-		return ""
-	}
-	d := src.rules.Decide(cu, it.Depth)
-	if !d.Crawl || !d.Index {
+	cu, d := src.rules.DecideFound(found, it.Depth)
+	if cu == it.URL || frontier.HostKey(cu) != frontier.HostKey(it.URL) || !d.Crawl || !d.Index {
 		return ""
 	}
 	if _, err := c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
@@ -340,12 +340,13 @@ func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
 func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetchResult) {
 	it := lease.Item()
 	loc := res.header.Get("Location")
-	target, err := src.rules.Resolve(u, loc)
+	found, err := urlnorm.Resolve(u, loc)
 	if loc == "" || err != nil {
 		// Exalead: a redirect to a malformed URL is a permanent error.
 		c.httpError(lease, rec, src, res.status, res.header, "redirect_malformed")
 		return
 	}
+	to, target, d := c.rules.Route(found, it.Depth, src.rules)
 	if target == it.URL {
 		c.httpError(lease, rec, src, res.status, res.header, "redirect_loop")
 		return
@@ -355,7 +356,6 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 		return
 	}
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target, ReadLinks: true}
-	to, d := c.rules.Route(target, it.Depth, src.rules)
 	if d.Crawl {
 		outcome.Links = []uint64{frontier.LinkKey(target)}
 		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1, Via: it.URL}

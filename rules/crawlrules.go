@@ -218,7 +218,6 @@ type crawlRule struct {
 // matchCompiler compiles match trees of one source, reporting positioned errors.
 type matchCompiler struct {
 	cfg  *config.Config
-	norm *urlnorm.Normalizer
 	errs *config.Errors
 }
 
@@ -374,10 +373,10 @@ func (mc *matchCompiler) literal(fl field, nm normMode, v, path string) string {
 	return v
 }
 
-// urlValue normalises a whole-URL value with the source's normaliser, so it
-// equals the URL the rules are given (query filtered and sorted).
+// urlValue normalises a whole-URL value as URLs are when found, so it
+// equals the URL the rules are given (query sorted, nothing filtered).
 func (mc *matchCompiler) urlValue(v, path string, nm normMode) string {
-	u, err := mc.norm.Normalize(unescapeLiteral(v))
+	u, err := urlnorm.Normalize(unescapeLiteral(v))
 	if err != nil {
 		mc.errorf(path, "%v", err)
 		return ""
@@ -391,7 +390,7 @@ func (mc *matchCompiler) urlValue(v, path string, nm normMode) string {
 // queryValue normalises an exact query the way URLs' queries are.
 func (mc *matchCompiler) queryValue(v string, nm normMode) string {
 	v = unescapeLiteral(v)
-	u, err := mc.norm.Normalize("http://q/?" + v)
+	u, err := urlnorm.Normalize("http://q/?" + v)
 	if err == nil {
 		if _, q, ok := strings.Cut(u, "?"); ok {
 			v = q

@@ -44,6 +44,16 @@ func (s *Source) Decide(u string, depth int) Decision {
 		}
 	}
 
+	// An IP-literal host is its own address: judged now, as the dialer
+	// would, rather than after robots.txt and the request are tried.
+	if mayBeAddress(p.Host) && !s.behindProxy {
+		if ip, ok := LiteralAddress(p.Host); ok {
+			if d := s.DecideAddress(ip); !d.Crawl {
+				return d
+			}
+		}
+	}
+
 	var allowRule string
 	if i := s.ibm.decideDomain(p.Host, p.EffectivePort()); i != noMatch {
 		ref := s.ruleRefs[s.ibm.domainAt[i]]
@@ -168,6 +178,36 @@ func (s *Source) DecideAddress(ip netip.Addr) Decision {
 		return s.refuse(ReasonForbiddenAddress, s.privateRef)
 	}
 	return s.allowed(rule)
+}
+
+// JudgesAddresses reports whether DecideAddress can refuse anything: the
+// source has address rules, or private networks are not allowed.
+func (s *Source) JudgesAddresses() bool { return len(s.ibm.addrs) > 0 || !s.allowPrivate }
+
+// LiteralAddress reads a URL's host (as urlnorm.Split gives it, IPv6
+// without brackets) as an IP address, when it is one: its address is known
+// without DNS, so DecideAddress can judge it before any request. A host
+// name is told without parsing (or allocating).
+func LiteralAddress(host string) (netip.Addr, bool) {
+	if !mayBeAddress(host) {
+		return netip.Addr{}, false
+	}
+	if strings.IndexByte(host, ':') < 0 {
+		// No colon: not IPv6, which names never have; IPv4 is digits and dots.
+		for i := 0; i < len(host); i++ {
+			if c := host[i]; (c < '0' || c > '9') && c != '.' {
+				return netip.Addr{}, false
+			}
+		}
+	}
+	ip, err := netip.ParseAddr(host)
+	return ip, err == nil && ip.Zone() == ""
+}
+
+// mayBeAddress looks at a host's first byte only: an IP address starts
+// with a digit, or with a hex letter or colon for IPv6; most names do not.
+func mayBeAddress(host string) bool {
+	return host != "" && ('0' <= host[0] && host[0] <= ':' || 'a' <= host[0] && host[0] <= 'f')
 }
 
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")

@@ -130,6 +130,9 @@ func FuzzDecide(f *testing.F) {
 	src := &cfg.Sources[0]
 	f.Fuzz(func(t *testing.T, raw string, depth int) {
 		s.Decide(raw, depth) // unnormalised input must not panic either
+		if found, err := urlnorm.Normalize(raw); err == nil {
+			checkFound(t, s, found, depth)
+		}
 		u, err := s.Normalize(raw)
 		if err != nil {
 			return
@@ -248,4 +251,23 @@ func FuzzGlob(f *testing.F) {
 			t.Fatalf("glob(%q, %q, openEnd=%v, noSlash=%v) = %v, %s says %v", pattern, s, openEnd, noSlash, got, expr, want)
 		}
 	})
+}
+
+// checkFound checks DecideFound against its definition: the URL as found
+// judged first, then its rewrite, which is a fixed point of the filter.
+func checkFound(t *testing.T, s *Source, found string, depth int) {
+	u, d := s.DecideFound(found, depth)
+	fetch := s.Rewrite(found)
+	if again := s.Rewrite(fetch); again != fetch {
+		t.Fatalf("%s: rewritten to %s, then to %s", found, fetch, again)
+	}
+	fd := s.Decide(found, depth)
+	switch {
+	case !fd.Crawl:
+		if u != found || d.Reason != fd.Reason || d.Rule != fd.Rule || d.Crawl {
+			t.Fatalf("%s refused as found (%s), but DecideFound gives %s %+v", found, fd.Reason, u, d)
+		}
+	case u != fetch || d.Reason != s.Decide(fetch, depth).Reason:
+		t.Fatalf("%s let in as found: DecideFound gives %s %+v, want %s decided", found, u, d, fetch)
+	}
 }

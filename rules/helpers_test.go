@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // compileYAML loads a config the way crawlspace does (positions, defaults,
@@ -49,14 +50,16 @@ func source(lines ...string) string {
 	return b.String()
 }
 
-// decide normalises raw with the source's filter and decides it.
+// decide judges raw as a link found on a page would be: normalised, every
+// query parameter kept, then what the source's query filter makes of it.
 func decide(t testing.TB, s *Source, raw string, depth int) Decision {
 	t.Helper()
-	u, err := s.Normalize(raw)
+	found, err := urlnorm.Normalize(raw)
 	if err != nil {
 		t.Fatalf("Normalize(%q): %v", raw, err)
 	}
-	return s.Decide(u, depth)
+	_, d := s.DecideFound(found, depth)
+	return d
 }
 
 type want struct {

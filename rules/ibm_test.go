@@ -309,3 +309,37 @@ func TestMIMETypesDecideWhatIsIndexed(t *testing.T) {
 		t.Errorf("default mime_types let a PDF in: %+v", d)
 	}
 }
+
+// A host that is an IP address needs no DNS: Decide judges it by the
+// address rules and allow_private_networks, as the dialer would, so the
+// link is refused before any request (robots.txt included). Behind a proxy
+// the dialer judges no address, and neither does Decide.
+func TestIPLiteralHostsAreJudgedByTheAddressRulesWithTheURL(t *testing.T) {
+	rules := `rules: ["allow address 9.0.0.0 255.0.0.0", "forbid address 0.0.0.0 0.0.0.0"]`
+	s := compileYAML(t, source(`start_urls: ["http://9.1.1.1/"]`, `stay_on_start_hosts: false`, rules)).Source("site")
+	checkTable(t, s, []want{
+		{"http://9.2.3.4/a", true, ReasonNone},
+		{"http://10.1.1.1/a", false, ReasonForbiddenAddress},
+		{"http://[2001:db8::1]/a", false, ReasonForbiddenAddress},
+		{"http://[::ffff:9.1.1.1]/a", true, ReasonNone},
+		{"http://www.example.com/a", true, ReasonNone}, // a name: judged after DNS
+		{"http://10.1.1.1.example.com/a", true, ReasonNone},
+	})
+	if d := decide(t, s, "http://10.1.1.1/a", 1); !strings.HasSuffix(d.Rule, "sources[0].rules[1]") {
+		t.Errorf("rule %q, want the forbid address rule", d.Rule)
+	}
+	closed := compileYAML(t, "sources:\n  - name: site\n    start_urls: [\"http://www.example.com/\"]\n    stay_on_start_hosts: false\n").Source("site")
+	checkTable(t, closed, []want{
+		{"http://127.0.0.1:8080/", false, ReasonForbiddenAddress},
+		{"http://[::1]/", false, ReasonForbiddenAddress},
+		{"http://169.254.169.254/latest/meta-data/", false, ReasonForbiddenAddress},
+		{"http://93.184.216.34/", true, ReasonNone},
+	})
+	proxied := compileYAML(t, "fetch: {proxy: \"http://proxy.example:3128\"}\n"+source(`start_urls: ["http://9.1.1.1/"]`, `stay_on_start_hosts: false`, rules)).Source("site")
+	checkTable(t, proxied, []want{{"http://10.1.1.1/a", true, ReasonNone}})
+	for _, u := range []string{"http://www.example.com/a", "http://93.184.216.34/a", "http://10.1.1.1/a"} {
+		if n := testing.AllocsPerRun(100, func() { s.Decide(u, 1) }); n != 0 {
+			t.Errorf("Decide(%s) allocates %v times", u, n)
+		}
+	}
+}

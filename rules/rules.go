@@ -15,24 +15,27 @@
 // the Reason and the Rule (see docs/rules.md):
 //
 //	scheme, url_too_long, query_string, max_path_depth, max_link_depth,
-//	ignored_extension, offsite, outside_start_dir, forbidden_domain,
-//	forbidden_prefix, not_included, excluded, rejected, rule_ignore,
+//	ignored_extension, offsite, outside_start_dir, forbidden_address (a
+//	host that is an IP address), forbidden_domain, forbidden_prefix,
+//	not_included, excluded, rejected, rule_ignore,
 //	then killed / rule_noindex / rule_nofollow for URLs that are crawled
 //	but not indexed or not followed.
 //
-// forbidden_address is decided after DNS (DecideAddress), mime_type and the
-// extensionless ignored_extension from response headers (DecideMIME), and
-// robots by the robots.txt cache.
+// forbidden_address is decided for host names after DNS (DecideAddress),
+// mime_type and the extensionless ignored_extension from response headers
+// (DecideMIME), and robots by the robots.txt cache.
 //
-// Decide expects URLs normalised by urlnorm with the source's Normalizer
-// (Source.Normalize, Source.Resolve); it does not normalise again.
+// Rules judge a URL as found: normalised by urlnorm, fragment removed,
+// every query parameter kept. DecideFound and Set.Route judge it, then the
+// URL the source's query filter makes of it, which is what is queued,
+// fetched and indexed. Decide judges the URL it is given, as is, and does
+// not normalise it again: a URL found, or one already queued.
 package rules
 
 import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -120,38 +123,44 @@ func (set *Set) Sources() []*Source { return set.sources }
 func (set *Set) Source(name string) *Source { return set.byName[name] }
 
 // Warnings lists problems worth logging that do not stop a crawl, such as a
-// reject list file that does not exist yet.
+// reject list file that does not exist yet or a start URL the query filter
+// rewrites, each placed like an error: "file:line:col: key.path: message".
 func (set *Set) Warnings() []string { return set.warnings }
 
-// Route picks the source a discovered URL belongs to: from (the source of the
-// page it was found on) when from crawls it, else the first other source, in
-// config order, that crawls it. When none does it returns from and its
-// refusal, or with from nil the refusal of the first source whose start
-// URLs share the URL's scheme, host and port (the most telling one), else
-// of the first source. u must be normalised.
-func (set *Set) Route(u string, depth int, from *Source) (*Source, Decision) {
+// Route picks the source a URL found on a page, in a sitemap or feed or in
+// a Location header belongs to: from (the source of the page it was found
+// on) when from crawls it, else the first other source, in config order,
+// that crawls it. found is the URL as found, normalised by urlnorm with
+// every query parameter kept; each source judges it with DecideFound.
+// The URL returned is the one to queue when the decision crawls, else the
+// one refused, both as that source spells them (see DecideFound). When no
+// source crawls it, Route returns from and its refusal, or with from nil
+// the refusal of the first source whose start URLs share the URL's
+// scheme, host and port (the most telling one), else of the first source.
+func (set *Set) Route(found string, depth int, from *Source) (*Source, string, Decision) {
+	var fromU string
 	var fromD Decision
 	if from != nil {
-		if fromD = from.Decide(u, depth); fromD.Crawl {
-			return from, fromD
+		if fromU, fromD = from.DecideFound(found, depth); fromD.Crawl {
+			return from, fromU, fromD
 		}
 	}
 	for _, s := range set.sources {
 		if s == from {
 			continue
 		}
-		if d := s.Decide(u, depth); d.Crawl {
-			return s, d
+		if u, d := s.DecideFound(found, depth); d.Crawl {
+			return s, u, d
 		}
 	}
 	if from != nil {
-		return from, fromD
+		return from, fromU, fromD
 	}
 	if len(set.sources) == 0 {
-		return nil, Decision{Reason: ReasonOffsite}
+		return nil, found, Decision{Reason: ReasonOffsite}
 	}
 	best := set.sources[0]
-	if p, ok := urlnorm.Split(u); ok {
+	if p, ok := urlnorm.Split(found); ok {
 		for _, s := range set.sources {
 			if s.origins[p.Origin] {
 				best = s
@@ -159,43 +168,20 @@ func (set *Set) Route(u string, depth int, from *Source) (*Source, Decision) {
 			}
 		}
 	}
-	return best, best.Decide(u, depth)
+	u, d := best.DecideFound(found, depth)
+	return best, u, d
 }
 
 // RouteRaw is Route for a URL as written (a start URL, a URL typed into
-// explain): each source normalises it with its own query filter before
-// deciding. It returns the source, the URL as that source normalised it,
-// and the decision; a URL no source can normalise is refused as
-// invalid_url, with the normalisation error.
+// explain or status): it is normalised as found, then routed. A URL that
+// cannot be normalised is refused as invalid_url, with the error.
 func (set *Set) RouteRaw(raw string, depth int) (*Source, string, Decision, error) {
-	var first, onsite *Source
-	var firstU, onsiteU string
-	var firstD, onsiteD Decision
-	var err error
-	for _, s := range set.sources {
-		u, e := s.Normalize(raw)
-		if e != nil {
-			err = e
-			continue
-		}
-		d := s.Decide(u, depth)
-		if d.Crawl {
-			return s, u, d, nil
-		}
-		if first == nil {
-			first, firstU, firstD = s, u, d
-		}
-		if p, ok := urlnorm.Split(u); ok && onsite == nil && s.origins[p.Origin] {
-			onsite, onsiteU, onsiteD = s, u, d
-		}
+	found, err := urlnorm.Normalize(raw)
+	if err != nil {
+		return nil, raw, Decision{Reason: ReasonInvalid}, err
 	}
-	switch {
-	case onsite != nil:
-		return onsite, onsiteU, onsiteD, nil
-	case first != nil:
-		return first, firstU, firstD, nil
-	}
-	return nil, raw, Decision{Reason: ReasonInvalid}, err
+	s, u, d := set.Route(found, depth, nil)
+	return s, u, d, nil
 }
 
 // Reload re-reads every source's reject list; see Source.Reload.
@@ -264,6 +250,10 @@ type Source struct {
 
 	allowPrivate bool
 	privateRef   string
+	// behindProxy: the crawler dials only the proxy, so no address of a
+	// crawled host is ever judged.
+	behindProxy bool
+	keepsAll    bool // the query filter keeps every parameter
 }
 
 // Groups of the source's pattern set.
@@ -279,36 +269,42 @@ const (
 // bad crawl rule values, unreadable reject lists, and start URLs that their
 // own source's rules refuse.
 func Compile(cfg *config.Config) (*Set, error) {
-	var errs config.Errors
+	var errs, warnings config.Errors
 	set := &Set{byName: map[string]*Source{}}
 	for i := range cfg.Sources {
-		s := compileSource(cfg, i, &errs, &set.warnings)
+		s := compileSource(cfg, i, &errs, &warnings)
 		set.sources = append(set.sources, s)
 		set.byName[s.Name] = s
 	}
-	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b *config.Error) int {
-			if a.File != b.File {
-				if a.File == cfg.File {
-					return -1
-				}
-				if b.File == cfg.File {
-					return 1
-				}
-				return cmp.Compare(a.File, b.File)
+	inFileOrder := func(a, b *config.Error) int {
+		if a.File != b.File {
+			if a.File == cfg.File {
+				return -1
 			}
-			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
-		})
+			if b.File == cfg.File {
+				return 1
+			}
+			return cmp.Compare(a.File, b.File)
+		}
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	}
+	if len(errs) > 0 {
+		slices.SortStableFunc(errs, inFileOrder)
 		return nil, errs
+	}
+	slices.SortStableFunc(warnings, inFileOrder)
+	for _, w := range warnings {
+		set.warnings = append(set.warnings, w.Error())
 	}
 	return set, nil
 }
 
-func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]string) *Source {
+func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *Source {
 	src := &cfg.Sources[i]
 	path := config.SourcePath(i)
 	at := func(key string) string { return path + "." + key }
 	errorf := func(p, format string, args ...any) { *errs = append(*errs, cfg.Errorf(p, format, args...)) }
+	warnf := func(p, format string, args ...any) { *warnings = append(*warnings, cfg.Errorf(p, format, args...)) }
 	s := &Source{Name: src.Name, cfg: cfg, path: path}
 
 	honored := src.HonoredQueryParams
@@ -316,6 +312,7 @@ func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]s
 		honored = []string{"id"}
 	}
 	s.norm = urlnorm.New(honored)
+	s.keepsAll = slices.Contains(honored, "*")
 
 	for _, sc := range src.Schemes {
 		s.schemes = append(s.schemes, strings.ToLower(sc))
@@ -364,15 +361,23 @@ func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]s
 	s.hasInclude, s.includeRef = len(src.Include) > 0, cfg.Ref(at("include"))
 	s.pats.finish()
 
+	// Entries are URLs as found, like the URLs they are compared with.
 	s.killExact = map[string]string{}
 	for j, raw := range src.KillExact {
 		p := fmt.Sprintf("%s[%d]", at("kill_exact"), j)
-		u, err := s.norm.Normalize(raw)
+		u, err := urlnorm.Normalize(raw)
 		if err != nil {
 			errorf(p, "%v", err)
 			continue
 		}
 		s.killExact[u] = cfg.Ref(p)
+		if fetch := s.Rewrite(u); fetch != u {
+			// A killed link is still followed, and the page it leads to is
+			// fetched and indexed as what the filter makes of it.
+			names := dropped(u, fetch)
+			warnf(p, "the query filter drops %s from %s, so no document has this URL and the entry kills nothing: the page is fetched and indexed as %s (list %s in honored_query_params to keep %[4]s)",
+				names, u, fetch, pronoun(names))
+		}
 	}
 
 	if src.RejectList != "" {
@@ -381,7 +386,7 @@ func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]s
 		switch {
 		case err == nil:
 		case errors.Is(err, errMissing):
-			*warnings = append(*warnings, fmt.Sprintf("%s: %v; treated as empty until it appears", at("reject_list"), err))
+			warnf(at("reject_list"), "%v; treated as empty until it appears", err)
 		default:
 			var ce config.Errors
 			if errors.As(err, &ce) {
@@ -393,7 +398,7 @@ func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]s
 		s.reject.Store(rl)
 	}
 
-	mc := &matchCompiler{cfg: cfg, norm: s.norm, errs: errs}
+	mc := &matchCompiler{cfg: cfg, errs: errs}
 	for j := range src.CrawlRules {
 		r := &src.CrawlRules[j]
 		p := fmt.Sprintf("%s[%d]", at("crawl_rules"), j)
@@ -420,46 +425,76 @@ func compileSource(cfg *config.Config, i int, errs *config.Errors, warnings *[]s
 	}
 
 	s.allowPrivate, s.privateRef = cfg.AllowPrivateNetworks, cfg.Ref("allow_private_networks")
+	s.behindProxy = cfg.Fetch.Proxy != ""
 
 	// Start URLs last: they are checked against everything above.
 	s.stayOnHosts, s.stayHostRef = config.Bool(src.StayOnStartHosts, true), cfg.Ref(at("stay_on_start_hosts"))
 	s.stayInDir, s.stayDirRef = src.StayInStartDir, cfg.Ref(at("stay_in_start_dir"))
 	s.origins = map[string]bool{}
 	type start struct {
-		path, url string
+		path, found string
 	}
 	var starts []start
 	for j, raw := range src.StartURLs {
 		p := fmt.Sprintf("%s[%d]", at("start_urls"), j)
-		u, err := s.norm.Normalize(raw)
+		found, err := urlnorm.Normalize(raw)
 		if err != nil {
 			errorf(p, "start URL: %v", err)
 			continue
+		}
+		u := s.Rewrite(found)
+		if u != found {
+			names := dropped(found, u)
+			warnf(p, "the query filter drops %s from start URL %s, so %s is fetched instead (list %s in honored_query_params to keep %[4]s)",
+				names, found, u, pronoun(names))
 		}
 		parts, _ := urlnorm.Split(u)
 		s.origins[parts.Origin] = true
 		dir := parts.Origin + parts.Path[:strings.LastIndexByte(parts.Path, '/')+1]
 		s.dirs.insert(dir, int32(j))
 		s.startURLs = append(s.startURLs, u)
-		starts = append(starts, start{p, u})
+		starts = append(starts, start{p, found})
 	}
 	for _, st := range starts {
-		d := s.Decide(st.url, 0)
-		if parts, _ := urlnorm.Split(st.url); d.Crawl {
-			// A literal address is known now; host names are resolved later.
-			if ip, err := netip.ParseAddr(parts.Host); err == nil {
-				d = s.DecideAddress(ip)
-			}
-		}
+		// A literal address is judged here too; host names are resolved later.
+		u, d := s.DecideFound(st.found, 0)
 		if !d.Crawl {
 			rule := d.Rule
 			if rule == "" {
 				rule = "no rule"
 			}
-			errorf(st.path, "start URL %s is outside its own source's crawl space: %s (%s)", st.url, d.Reason, rule)
+			errorf(st.path, "start URL %s is outside its own source's crawl space: %s (%s)", u, d.Reason, rule)
 		}
 	}
 	return s
+}
+
+// dropped names the query parameters of found that fetch, its rewrite by
+// the query filter, lacks: "sort" or "day, month".
+func dropped(found, fetch string) string {
+	_, fq, _ := strings.Cut(found, "?")
+	_, kept, _ := strings.Cut(fetch, "?")
+	keep := strings.Split(kept, "&")
+	var names []string
+	for p := range strings.SplitSeq(fq, "&") {
+		if i := slices.Index(keep, p); i >= 0 {
+			keep[i] = "" // a repeated parameter is kept once per copy
+			continue
+		}
+		name, _, _ := strings.Cut(p, "=")
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// pronoun says "it" or "them" for a list from dropped.
+func pronoun(list string) string {
+	if strings.Contains(list, ", ") {
+		return "them"
+	}
+	return "it"
 }
 
 func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at func(string) string) {
@@ -518,18 +553,57 @@ func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at fu
 	}
 }
 
-// StartURLs returns the source's start URLs, normalised.
+// StartURLs returns the source's start URLs as they are fetched:
+// normalised, the query filter applied.
 func (s *Source) StartURLs() []string { return s.startURLs }
 
 // Normalizer returns the source's URL normaliser, with its query filter.
 func (s *Source) Normalizer() *urlnorm.Normalizer { return s.norm }
 
-// Normalize normalises raw with the source's query filter.
+// Normalize normalises raw with the source's query filter: the URL that is
+// fetched, not the one rules judge (see DecideFound).
 func (s *Source) Normalize(raw string) (string, error) { return s.norm.Normalize(raw) }
 
 // Resolve resolves a link found on the page at base and normalises it with
-// the source's query filter, ready for Decide and the frontier.
+// the source's query filter, as Normalize.
 func (s *Source) Resolve(base *url.URL, ref string) (string, error) { return s.norm.Resolve(base, ref) }
+
+// Rewrite applies the source's query filter to found, a URL normalised as
+// found: the result is the URL queued, fetched and indexed. A URL without
+// a query, or a filter that keeps every parameter, costs nothing.
+func (s *Source) Rewrite(found string) string {
+	if s.keepsAll || strings.IndexByte(found, '?') < 0 {
+		return found
+	}
+	u, err := s.norm.Normalize(found)
+	if err != nil {
+		return found
+	}
+	return u
+}
+
+// DecideFound judges a URL as found (normalised by urlnorm, every query
+// parameter kept): every check of Decide sees it, so a rule about a
+// parameter the query filter drops still applies, and a refusal keeps the
+// link out. Then the query filter rewrites it into the URL that would be
+// fetched, and that URL is judged too, as it is again when it is fetched:
+// a refusal of it keeps the link out as well. It returns the URL the
+// decision is about: the one to queue when d.Crawl, else the one refused
+// (found, or its rewrite). What a crawled URL's page becomes (indexed or
+// killed, followed, priority, source, add_meta) is the rewritten URL's
+// decision: every spelling that rewrites to it shares one document, and
+// the first link found must not decide for the others.
+func (s *Source) DecideFound(found string, depth int) (string, Decision) {
+	d := s.Decide(found, depth)
+	if !d.Crawl {
+		return found, d
+	}
+	u := s.Rewrite(found)
+	if u == found {
+		return found, d
+	}
+	return u, s.Decide(u, depth)
+}
 
 // refuse is a decision not to crawl.
 func (s *Source) refuse(r Reason, rule string) Decision {

@@ -137,19 +137,23 @@ func TestURLLongerThanMaxURLLengthIsRefused(t *testing.T) {
 	})
 }
 
-// follow_query_strings: false refuses URLs that still have a query after
-// the query filter: the filter runs first, when the URL is normalised.
-func TestFollowQueryStringsFalseRefusesURLsStillHavingAQuery(t *testing.T) {
-	keepAll := compileYAML(t, source(`start_urls: ["http://site.example/"]`, `follow_query_strings: false`, `honored_query_params: ["*"]`)).Source("site")
-	checkTable(t, keepAll, []want{
-		{"http://site.example/file.pl?test", false, ReasonQueryString},
-		{"http://site.example/file.pl", true, ReasonNone},
-	})
-	filtered := compileYAML(t, source(`start_urls: ["http://site.example/"]`, `follow_query_strings: false`)).Source("site")
-	checkTable(t, filtered, []want{
-		{"http://site.example/file.pl?test", true, ReasonNone}, // "test" is dropped by the filter
-		{"http://site.example/item?id=1", false, ReasonQueryString},
-	})
+// FDSE: "the crawler will ignore links of the form HREF="file.pl?test"
+// because there is a question mark in the address". follow_query_strings:
+// false judges the URL as found, whatever the query filter would keep.
+func TestFollowQueryStringsFalseRefusesURLsFoundWithAQuery(t *testing.T) {
+	for _, honored := range []string{`["*"]`, `[id]`, `[]`} {
+		s := compileYAML(t, source(`start_urls: ["http://site.example/"]`, `follow_query_strings: false`, `honored_query_params: `+honored)).Source("site")
+		checkTable(t, s, []want{
+			{"http://site.example/file.pl?test", false, ReasonQueryString},
+			{"http://site.example/item?id=1", false, ReasonQueryString},
+			{"http://site.example/file.pl", true, ReasonNone},
+			{"http://site.example/file.pl?", true, ReasonNone}, // an empty query is no query
+		})
+		found := "http://site.example/file.pl?test"
+		if u, d := s.DecideFound(found, 1); u != found || !strings.HasSuffix(d.Rule, "sources[0].follow_query_strings") {
+			t.Errorf("honored %s: DecideFound refuses %q by %q, want the URL as found by follow_query_strings", honored, u, d.Rule)
+		}
+	}
 }
 
 // FDSE's "Index Entire Site": the start URL's directory and below.
@@ -222,33 +226,39 @@ func TestRouteGivesADiscoveredURLToTheSourceThatCrawlsIt(t *testing.T) {
 		{"http://blog.example/post", nil, blog, true},
 		{"http://elsewhere.example/", nil, docs, false},
 	} {
-		src, d := set.Route(tc.url, 1, tc.from)
-		if src != tc.want || d.Crawl != tc.ok || (d.Crawl && d.Source != tc.want.Name) {
+		src, u, d := set.Route(tc.url, 1, tc.from)
+		if src != tc.want || u != tc.url || d.Crawl != tc.ok || (d.Crawl && d.Source != tc.want.Name) {
 			name := "<nil>"
 			if src != nil {
 				name = src.Name
 			}
-			t.Errorf("Route(%s) = %s %+v; want %s crawl=%v", tc.url, name, d, tc.want.Name, tc.ok)
+			t.Errorf("Route(%s) = %s %s %+v; want %s crawl=%v", tc.url, name, u, d, tc.want.Name, tc.ok)
 		}
 	}
 	// Refused by its own source for a reason other than offsite, a URL is
 	// explained by that source, not by the first one.
-	src, d := set.Route("http://blog.example/a.exe", 1, nil)
+	src, _, d := set.Route("http://blog.example/a.exe", 1, nil)
 	if src != blog || d.Reason != ReasonIgnoredExtension {
 		t.Errorf("Route(a.exe) = %v %+v", src.Name, d)
 	}
 }
 
-func TestRouteRawNormalisesWithEachSourcesQueryFilter(t *testing.T) {
+func TestRouteRawGivesTheURLEachSourceWouldFetch(t *testing.T) {
 	set := compileYAML(t, "allow_private_networks: true\nsources:\n"+
 		"  - name: docs\n    start_urls: [\"http://docs.example/\"]\n"+
-		"  - name: shop\n    start_urls: [\"http://shop.example/\"]\n    honored_query_params: [sku]\n")
+		"  - name: shop\n    start_urls: [\"http://shop.example/\"]\n    honored_query_params: [sku]\n"+
+		"    exclude: [day=3]\n")
 	src, u, d, err := set.RouteRaw("HTTP://Shop.example/item?sku=1&day=2#x", 0)
 	if err != nil || src.Name != "shop" || u != "http://shop.example/item?sku=1" || !d.Crawl {
 		t.Errorf("RouteRaw = %v %q %+v %v", src, u, d, err)
 	}
 	src, u, d, _ = set.RouteRaw("http://docs.example/a?sku=1&id=3", 0)
 	if src.Name != "docs" || u != "http://docs.example/a?id=3" || !d.Crawl {
+		t.Errorf("RouteRaw = %v %q %+v", src.Name, u, d)
+	}
+	// Refused as found: the URL given back is the one refused, as found.
+	src, u, d, _ = set.RouteRaw("http://shop.example/item?sku=1&day=3", 0)
+	if src.Name != "shop" || u != "http://shop.example/item?day=3&sku=1" || d.Reason != ReasonExcluded {
 		t.Errorf("RouteRaw = %v %q %+v", src.Name, u, d)
 	}
 	if _, _, d, err := set.RouteRaw("mailto:x@example", 0); err == nil || d.Reason != ReasonInvalid || d.Crawl {

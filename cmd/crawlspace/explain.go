@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -28,8 +27,10 @@ func init() {
 
 func runExplain(args []string) int { return explain(args, os.Stdout, os.Stderr) }
 
-// explanation is one line of `explain -json`, fields in the order of DESIGN.md.
+// explanation is one line of `explain -json`: the fields of DESIGN.md in
+// its order, then the URL that would be fetched.
 type explanation struct {
+	// URL is the URL as found, normalised: what the rules judge.
 	URL      string `json:"url"`
 	Source   string `json:"source"`
 	Crawl    bool   `json:"crawl"`
@@ -38,6 +39,9 @@ type explanation struct {
 	Priority int    `json:"priority"`
 	Reason   string `json:"reason"`
 	Rule     string `json:"rule"`
+	// Fetch is what the source's query filter makes of URL: the URL queued,
+	// fetched and indexed if it is crawled.
+	Fetch string `json:"fetch"`
 }
 
 func explain(args []string, stdout, stderr io.Writer) int {
@@ -75,7 +79,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 
-	ex := &explainer{cfg: cfg, offline: *offline, stderr: stderr}
+	ex := &explainer{cfg: cfg, offline: *offline, stderr: stderr, told: map[string]bool{}}
 	if !*offline {
 		client := &http.Client{Timeout: cfg.Fetch.Timeout.D()}
 		ex.robots = robots.NewCache(robots.HTTPFetcher(client, cfg.UserAgent), robots.CacheOptions{UserAgent: cfg.UserAgent})
@@ -97,9 +101,13 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "URL\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE")
+	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE")
 	for _, l := range lines {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", l.URL, dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
+		fetch := l.Fetch
+		if fetch == l.URL {
+			fetch = "="
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
 			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule))
 	}
 	if err := tw.Flush(); err != nil {
@@ -115,17 +123,35 @@ type explainer struct {
 	offline bool
 	robots  *robots.Cache
 	stderr  io.Writer
+	// told holds the notes already printed, so each is said once.
+	told map[string]bool
 }
 
-// explain decides one URL: the crawl space first, then, live, the address
-// its host resolves to and its robots.txt, as the crawler would.
+// note prints a note on stderr once.
+func (ex *explainer) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if !ex.told[msg] {
+		ex.told[msg] = true
+		fmt.Fprintln(ex.stderr, "crawlspace explain: "+msg)
+	}
+}
+
+// explain decides one URL as the crawler would a link: the crawl space
+// judges it as found, then what the query filter makes of it; then the
+// address its host has and, live, its robots.txt.
 func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation {
-	src, u, d, err := set.RouteRaw(raw, depth)
+	found, err := urlnorm.Normalize(raw)
 	if err != nil {
 		fmt.Fprintf(ex.stderr, "crawlspace explain: %v\n", err)
+		return explanation{URL: raw, Reason: string(rules.ReasonInvalid)}
 	}
-	if src == nil || !d.Crawl || ex.offline {
-		return line(u, src, d)
+	src, u, d := set.Route(found, depth, nil)
+	fetch := found
+	if src != nil {
+		fetch = src.Rewrite(found)
+	}
+	if src == nil || !d.Crawl {
+		return line(found, fetch, src, d)
 	}
 	timeout := ex.cfg.Fetch.Timeout.D()
 	if timeout <= 0 {
@@ -134,7 +160,10 @@ func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if refused, ok := ex.address(ctx, src, u); ok {
-		return line(u, src, refused)
+		return line(found, fetch, src, refused)
+	}
+	if ex.offline {
+		return line(found, fetch, src, d)
 	}
 	if ex.robots != nil && config.Bool(ex.cfg.Sources[sourceIndex(ex.cfg, src.Name)].Robots.Obey, true) {
 		pu, perr := url.Parse(u)
@@ -148,26 +177,35 @@ func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation 
 			}
 		}
 	}
-	return line(u, src, d)
+	return line(found, fetch, src, d)
 }
 
-// address resolves u's host and applies the source's address rules; the
+// address applies the source's address rules and allow_private_networks
+// to the addresses u's host name resolves to, live, as the crawler's
+// dialer does; an IP-literal host was judged with the URL, offline too. The
 // URL is refused only when every address is, since the fetcher would try
-// the others.
+// the others. Behind fetch.proxy the only address dialled is the proxy's,
+// so the crawler judges no address and neither does this.
 func (ex *explainer) address(ctx context.Context, src *rules.Source, u string) (rules.Decision, bool) {
 	p, ok := urlnorm.Split(u)
-	if !ok {
+	if !ok || !src.JudgesAddresses() {
 		return rules.Decision{}, false
 	}
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(p.Host); err == nil {
-		addrs = []netip.Addr{ip}
-	} else {
-		addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", p.Host)
-		if err != nil {
-			fmt.Fprintf(ex.stderr, "crawlspace explain: %s: %v (address rules not checked)\n", p.Host, err)
-			return rules.Decision{}, false
-		}
+	if ex.cfg.Fetch.Proxy != "" {
+		ex.note("fetch.proxy is set: the crawler dials only the proxy, so address rules and allow_private_networks are not applied")
+		return rules.Decision{}, false
+	}
+	if _, literal := rules.LiteralAddress(p.Host); literal {
+		return rules.Decision{}, false
+	}
+	if ex.offline {
+		ex.note("%s: offline, a host name's address is unknown: address rules and allow_private_networks not checked", p.Host)
+		return rules.Decision{}, false
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", p.Host)
+	if err != nil {
+		ex.note("%s: %v (address rules not checked)", p.Host, err)
+		return rules.Decision{}, false
 	}
 	var refused rules.Decision
 	for _, ip := range addrs {
@@ -205,8 +243,8 @@ func sourceIndex(cfg *config.Config, name string) int {
 	return 0
 }
 
-func line(u string, src *rules.Source, d rules.Decision) explanation {
-	e := explanation{URL: u, Crawl: d.Crawl, Index: d.Index, Follow: d.Follow, Priority: d.Priority, Reason: string(d.Reason), Rule: d.Rule}
+func line(found, fetch string, src *rules.Source, d rules.Decision) explanation {
+	e := explanation{URL: found, Fetch: fetch, Crawl: d.Crawl, Index: d.Index, Follow: d.Follow, Priority: d.Priority, Reason: string(d.Reason), Rule: d.Rule}
 	// An offsite URL belongs to no source.
 	if src != nil && d.Reason != rules.ReasonOffsite {
 		e.Source = d.Source

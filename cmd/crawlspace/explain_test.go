@@ -53,10 +53,10 @@ func runExplainCmd(args ...string) (code int, stdout, stderr string) {
 }
 
 // decodeLines reads explain -json output, checking every line has exactly
-// the DESIGN.md keys in their order.
+// the DESIGN.md keys in their order, then fetch.
 func decodeLines(t *testing.T, out string) []explanation {
 	t.Helper()
-	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule"}
+	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch"}
 	var got []explanation
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		dec := json.NewDecoder(strings.NewReader(l))
@@ -111,7 +111,20 @@ func TestExplainJSONGivesEachDecisionAndTheLineThatMadeIt(t *testing.T) {
 	if len(got) != len(wantLines) {
 		t.Fatalf("%d lines, want %d:\n%s", len(got), len(wantLines), out)
 	}
-	for i, w := range wantLines {
+	checkLines(t, got, wantLines)
+	if !strings.Contains(errOut, "mailto") {
+		t.Errorf("the invalid URL's error is not on stderr: %q", errOut)
+	}
+}
+
+// checkLines compares explain lines field by field; a want without Fetch
+// expects the URL itself, no query filter rewrite.
+func checkLines(t *testing.T, got, want []explanation) {
+	t.Helper()
+	for i, w := range want {
+		if w.Fetch == "" && w.Reason != "invalid_url" {
+			w.Fetch = w.URL
+		}
 		g := got[i]
 		for _, f := range []struct {
 			name      string
@@ -119,15 +132,12 @@ func TestExplainJSONGivesEachDecisionAndTheLineThatMadeIt(t *testing.T) {
 		}{
 			{"url", g.URL, w.URL}, {"source", g.Source, w.Source}, {"crawl", g.Crawl, w.Crawl},
 			{"index", g.Index, w.Index}, {"follow", g.Follow, w.Follow}, {"priority", g.Priority, w.Priority},
-			{"reason", g.Reason, w.Reason}, {"rule", g.Rule, w.Rule},
+			{"reason", g.Reason, w.Reason}, {"rule", g.Rule, w.Rule}, {"fetch", g.Fetch, w.Fetch},
 		} {
 			if f.got != f.want {
 				t.Errorf("line %d (%s): %s = %v, want %v", i+1, w.URL, f.name, f.got, f.want)
 			}
 		}
-	}
-	if !strings.Contains(errOut, "mailto") {
-		t.Errorf("the invalid URL's error is not on stderr: %q", errOut)
 	}
 }
 
@@ -179,5 +189,73 @@ func TestExplainBadConfigExitsTwoWithPositionedErrors(t *testing.T) {
 	}
 	if code, _, _ := runExplainCmd("-config", cfg); code != exitUsage {
 		t.Errorf("without URLs: exit %d", code)
+	}
+}
+
+// writeYAML writes a config file and returns its path.
+func writeYAML(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "crawl.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// explain shows the rewrite: the URL as found, which the rules judge, and
+// the URL the query filter makes of it, which would be fetched. Funnelback's
+// exclude and FDSE's follow_query_strings: false refuse the URL as found.
+func TestExplainShowsTheURLAsFoundAndTheURLFetched(t *testing.T) {
+	cfg := writeYAML(t, "sources:\n"+ // 1
+		"  - name: docs\n"+ // 2
+		"    start_urls: [\"http://docs.example/\"]\n"+ // 3
+		"    exclude: ['regexp:search\\?date=|\\?OpenImageResource']\n"+ // 4
+		"  - name: fdse\n"+ // 5
+		"    start_urls: [\"http://fdse.example/\"]\n"+ // 6
+		"    follow_query_strings: false\n") // 7
+	code, out, errOut := runExplainCmd("-config", cfg, "-json", "-offline",
+		"http://docs.example/search?id=2&date=2018-01-01",
+		"http://docs.example/img?OpenImageResource",
+		"http://docs.example/list?sort=asc&id=3#top",
+		"http://fdse.example/file.pl?test",
+	)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	checkLines(t, decodeLines(t, out), []explanation{
+		{URL: "http://docs.example/search?date=2018-01-01&id=2", Fetch: "http://docs.example/search?id=2", Source: "docs",
+			Reason: "excluded", Rule: cfg + ":4:15 sources[0].exclude[0]"},
+		{URL: "http://docs.example/img?OpenImageResource", Fetch: "http://docs.example/img", Source: "docs",
+			Reason: "excluded", Rule: cfg + ":4:15 sources[0].exclude[0]"},
+		{URL: "http://docs.example/list?id=3&sort=asc", Fetch: "http://docs.example/list?id=3", Source: "docs",
+			Crawl: true, Index: true, Follow: true},
+		{URL: "http://fdse.example/file.pl?test", Fetch: "http://fdse.example/file.pl", Source: "fdse",
+			Reason: "query_string", Rule: cfg + ":7:27 sources[1].follow_query_strings"},
+	})
+
+	_, text, _ := runExplainCmd("-config", cfg, "-offline", "http://docs.example/list?sort=asc", "http://docs.example/a")
+	lines := strings.Split(text, "\n")
+	if f := strings.Fields(lines[1]); len(f) < 2 || f[0] != "http://docs.example/list?sort=asc" || f[1] != "http://docs.example/list" {
+		t.Errorf("text line for a rewritten URL: %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); len(f) < 2 || f[1] != "=" {
+		t.Errorf("text line for a URL fetched as found: %q", lines[2])
+	}
+}
+
+// validate warns about a start URL the query filter rewrites, placed at
+// the URL, and still exits 0: the crawl can run, fetching the rewrite.
+func TestValidateWarnsAboutAStartURLTheQueryFilterRewritesAndExitsZero(t *testing.T) {
+	cfg := writeYAML(t, "sources:\n  - name: docs\n    start_urls: [\"http://docs.example/list?sort=asc\"]\n")
+	var out, errOut bytes.Buffer
+	if code := validate([]string{"-config", cfg}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	want := "warning: " + cfg + ":3:18: sources[0].start_urls[0]: the query filter drops sort from start URL http://docs.example/list?sort=asc, so http://docs.example/list is fetched instead (list it in honored_query_params to keep it)\n"
+	if errOut.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut.String(), want)
+	}
+	if out.String() != cfg+": ok, 1 source(s)\n" {
+		t.Errorf("stdout %q", out.String())
 	}
 }

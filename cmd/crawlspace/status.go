@@ -235,14 +235,19 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontie
 		r = frontier.Record{Item: frontier.Item{URL: u, Source: src.Name}}
 	}
 	if s := set.Source(r.Source); s != nil {
-		src, d = s, s.Decide(u, r.Depth)
+		src = s
+		_, d = s.DecideFound(u, r.Depth)
 	}
 	evs, err := front.History(u)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
 	}
-	e := line(u, src, d)
+	fetch := u
+	if src != nil {
+		fetch = src.Rewrite(u)
+	}
+	e := line(u, fetch, src, d)
 	st := urlStatus{URL: r.URL, Source: r.Source, State: r.State.String(), Reason: r.Reason, Status: r.Status,
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
