@@ -72,9 +72,6 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		return
 	}
 
-	res := &fetchResult{src: src, url: it.URL}
-	cctx := colly.NewContext()
-	cctx.Put(resultKey, res)
 	hdr := http.Header{}
 	src.setHeaders(hdr, it.URL, c.cfg.UserAgent)
 	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
@@ -95,13 +92,10 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		}
 	}
 	fetched := time.Now().UTC()
-	reqErr := src.coll.Request(http.MethodGet, it.URL, nil, cctx, hdr)
+	res := c.fetchPage(src, it.URL, hdr)
 	if ctx.Err() != nil {
 		lease.Release()
 		return
-	}
-	if res.err == nil && reqErr != nil && !errors.Is(reqErr, colly.ErrAbortedAfterHeaders) {
-		res.err = reqErr
 	}
 	if res.err != nil {
 		c.failed(lease, rec, src, res.err)
@@ -144,6 +138,19 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		return
 	}
 	c.page(ctx, lease, rec, src, d, u, res, fetched)
+}
+
+// fetchPage requests a page through the source's collector with the
+// request headers hdr; the outcome, a failure included, is in the result.
+func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchResult {
+	res := &fetchResult{src: src, url: rawURL}
+	cctx := colly.NewContext()
+	cctx.Put(resultKey, res)
+	err := src.coll.Request(http.MethodGet, rawURL, nil, cctx, hdr)
+	if res.err == nil && err != nil && !errors.Is(err, colly.ErrAbortedAfterHeaders) {
+		res.err = err
+	}
+	return res
 }
 
 // page turns a fetched HTML page into links and, unless something says
