@@ -29,7 +29,9 @@ type fetchResult struct {
 	header http.Header
 	body   []byte
 	skip   rules.Decision // a refusal decided from the headers; the body was not downloaded
-	err    error
+	// tooLarge says the body went past max_body_bytes once decoded.
+	tooLarge bool
+	err      error
 }
 
 const resultKey = "crawlspace.result"
@@ -73,8 +75,6 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 	}
 
 	hdr := http.Header{}
-	src.setHeaders(hdr, it.URL, c.cfg.UserAgent)
-	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
 	// A lease's record always reads InFlight: what the URL holds is told by
 	// its bookkeeping. A write still pending must fetch the page whole.
 	// A page whose links were never stored is read whole, or its links
@@ -96,6 +96,11 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 	if ctx.Err() != nil {
 		lease.Release()
 		return
+	}
+	var tooLarge *tooLargeError
+	if errors.As(res.err, &tooLarge) {
+		// The transport stopped the body at the limit: a 200 whose size decides below.
+		res.err, res.tooLarge = nil, true
 	}
 	if res.err != nil {
 		c.failed(lease, rec, src, res.err)
@@ -124,6 +129,11 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		c.exclude(lease, rec, src, string(res.skip.Reason), mediaType(res.header.Get("Content-Type")))
 		return
 	}
+	if res.tooLarge || int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
+		// Never a silently truncated document: the page is left out, with its reason.
+		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
+		return
+	}
 	if res.header.Get("Content-Type") == "" {
 		// No type to decide from before the body came: its first bytes decide.
 		sniffed := http.DetectContentType(res.body)
@@ -132,17 +142,15 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 			return
 		}
 	}
-	if int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
-		// Never a silently truncated document: the page is left out, with its reason.
-		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
-		return
-	}
 	c.page(ctx, lease, rec, src, d, u, res, fetched)
 }
 
-// fetchPage requests a page through the source's collector with the
-// request headers hdr; the outcome, a failure included, is in the result.
+// fetchPage requests a page through the source's collector, with the
+// request headers hdr besides the crawler's own; the outcome, a failure
+// included, is in the result.
 func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchResult {
+	src.setHeaders(hdr, rawURL, c.cfg.UserAgent)
+	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
 	res := &fetchResult{src: src, url: rawURL}
 	cctx := colly.NewContext()
 	cctx.Put(resultKey, res)

@@ -68,9 +68,10 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.client = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(c.cfg.Fetch.MaxRedirects)}
-	src.robotsClient = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(maxRobotsRedirects)}
-	src.coll = c.newCollector(tr)
+	rt := &decodingTransport{base: tr, limit: c.cfg.Fetch.MaxBodyBytes}
+	src.client = &http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(c.cfg.Fetch.MaxRedirects)}
+	src.robotsClient = &http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(maxRobotsRedirects)}
+	src.coll = c.newCollector(rt)
 	return src, nil
 }
 
@@ -119,7 +120,9 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 		colly.AllowURLRevisit(),
 		// Every status reaches OnResponse, so errors are classified in one place.
 		colly.ParseHTTPErrorResponse(),
-		// One more byte than allowed tells an over-size body from one that fits exactly.
+		// One more byte than allowed tells an over-size body from one that
+		// fits exactly; the transport counts the limit in decoded bytes
+		// and leaves colly nothing to decompress.
 		colly.MaxBodySize(int(f.MaxBodyBytes)+1),
 	)
 	coll.WithTransport(tr)
@@ -154,7 +157,8 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 
 // setHeaders sets the headers of a request for rawURL: the source's own
 // headers when the URL is on one of its hosts (credentials go nowhere else),
-// then the crawler's User-Agent, which a configured header does not replace.
+// then the crawler's User-Agent and the codings it decodes, which a
+// configured header does not replace.
 func (s *source) setHeaders(h http.Header, rawURL, userAgent string) {
 	if s.own[frontier.HostKey(rawURL)] {
 		for k, v := range s.headers {
@@ -162,4 +166,5 @@ func (s *source) setHeaders(h http.Header, rawURL, userAgent string) {
 		}
 	}
 	h.Set("User-Agent", userAgent)
+	h.Set("Accept-Encoding", acceptEncoding)
 }
