@@ -11,6 +11,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -33,9 +34,6 @@ type source struct {
 	own     map[string]bool
 	headers http.Header
 }
-
-// maxRobotsRedirects is RFC 9309's minimum number of redirects to follow for robots.txt.
-const maxRobotsRedirects = 5
 
 func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	rs := c.rules.Source(sc.Name)
@@ -70,28 +68,34 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	}
 	rt := &decodingTransport{base: tr, limit: c.cfg.Fetch.MaxBodyBytes}
 	src.client = &http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(c.cfg.Fetch.MaxRedirects)}
-	src.robotsClient = &http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(maxRobotsRedirects)}
+	src.robotsClient = robots.Client(&http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.keepHeadersHome})
 	src.coll = c.newCollector(rt)
 	return src, nil
 }
 
-// redirectPolicy follows up to limit redirects for robots.txt, sitemaps and
-// feeds (pages are not followed by the client: each hop is queued).
-// Credentials and custom headers go to the host they were meant for only;
-// net/http strips Authorization across domains but not custom headers.
+// redirectPolicy follows up to limit redirects for sitemaps and feeds
+// (pages are not followed by the client: each hop is queued; robots.txt
+// follows robots.Client's).
 func (c *Crawler) redirectPolicy(limit int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > limit {
 			return errors.New("too many redirects")
 		}
-		if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
-			req.Header.Del("Authorization")
-			for k := range c.sourceHeaders {
-				req.Header.Del(k)
-			}
-		}
-		return nil
+		return c.keepHeadersHome(req, via)
 	}
+}
+
+// keepHeadersHome sends credentials and custom headers to the host they
+// were meant for only; net/http strips Authorization across domains but not
+// custom headers.
+func (c *Crawler) keepHeadersHome(req *http.Request, via []*http.Request) error {
+	if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
+		req.Header.Del("Authorization")
+		for k := range c.sourceHeaders {
+			req.Header.Del(k)
+		}
+	}
+	return nil
 }
 
 // addressError is the dialer's refusal of an address the source's rules forbid.
