@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -399,7 +400,11 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
 		until := time.Now().Add(retryAfter(h.Get("Retry-After"), rec.TempErrCount))
-		c.temporary(lease, rec, src, reason, status, until, false, rec.TempErrCount+1)
+		cause := "HTTP " + strconv.Itoa(status) + " " + http.StatusText(status)
+		if ra := h.Get("Retry-After"); ra != "" {
+			cause += ", Retry-After: " + ra
+		}
+		c.temporary(lease, rec, src, temporaryError{reason: reason, status: status, cause: cause, until: until, attempts: rec.TempErrCount + 1})
 		return
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, "", true)
@@ -419,12 +424,14 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	it := lease.Item()
 	reason, temporary := classify(err)
 	if temporary {
-		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)), false, rec.TempErrCount+1)
+		c.temporary(lease, rec, src, temporaryError{reason: reason, cause: errCause(err),
+			until: time.Now().Add(backoff(rec.TempErrCount)), attempts: rec.TempErrCount + 1})
 		return
 	}
-	c.report.Reason(src.cfg.Name, it.URL, reason, err.Error(), true)
-	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", err)
-	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: err.Error()}
+	cause := errCause(err)
+	c.report.Reason(src.cfg.Name, it.URL, reason, cause, true)
+	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", cause)
+	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: cause}
 	var w *write
 	if rec.ErrCount > 0 {
 		w = c.unindex(rec, &outcome)
@@ -434,21 +441,61 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	c.complete(lease, outcome, w)
 }
 
+// temporaryError is a failure worth retrying: its reason code, the status
+// that came with it (0 when none did), what happened in words, when the
+// host may be tried again and how many times in a row it has failed.
+type temporaryError struct {
+	reason    string
+	status    int
+	cause     string
+	until     time.Time
+	attempts  int
+	noRequest bool // no request reached the host (robots.txt was unavailable)
+}
+
 // temporary queues the URL again after a backoff of its host, until it has
 // failed max_temporary_errors times in a row; then it is an error and its
-// document is deleted.
-func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time, noRequest bool, attempts int) {
+// document is deleted. The cause goes with each retry to the URL's history
+// and with the error to the log and the report.
+func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, te temporaryError) {
 	it := lease.Item()
-	if attempts >= src.cfg.MaxTemporaryErrors {
-		c.report.Reason(src.cfg.Name, it.URL, reason, "temporary errors in a row: "+strconv.Itoa(attempts), true)
-		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "attempts", rec.TempErrCount+1)
-		outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status, NoRequest: noRequest}
+	if te.attempts >= src.cfg.MaxTemporaryErrors {
+		c.report.Reason(src.cfg.Name, it.URL, te.reason, te.cause+"; temporary errors in a row: "+strconv.Itoa(te.attempts), true)
+		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", te.reason, "status", te.status,
+			"detail", te.cause, "attempts", te.attempts)
+		outcome := frontier.Outcome{State: frontier.Error, Reason: te.reason, Status: te.status, Detail: te.cause, NoRequest: te.noRequest}
 		w := c.unindex(rec, &outcome)
 		c.complete(lease, outcome, w)
 		return
 	}
-	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "retry_at", until)
-	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Status: status, Backoff: until, NoRequest: noRequest}, nil)
+	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", te.reason,
+		"status", te.status, "detail", te.cause, "attempts", te.attempts, "retry_at", te.until)
+	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: te.reason, Status: te.status, Detail: te.cause,
+		Backoff: te.until, NoRequest: te.noRequest}, nil)
+}
+
+// errCause is a failed request's error in words, without the method and
+// URL that net/http puts before it (the URL is the log line's and the
+// report's own). A deadline reached while the body was read says only
+// "context deadline exceeded", so a timeout is named as one.
+func errCause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if (errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)) && !strings.Contains(strings.ToLower(msg), "timeout") {
+		msg = "timeout: " + msg
+	}
+	return msg
+}
+
+// robotsCause says why a host's robots.txt could not be read.
+func robotsCause(ue *robots.UnavailableError) string {
+	if ue.Err != nil {
+		return "robots.txt " + ue.URL + ": " + errCause(ue.Err)
+	}
+	return "robots.txt " + ue.URL + ": HTTP " + strconv.Itoa(ue.Status)
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
@@ -515,7 +562,13 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 	}
 	r, err := c.robots.Get(ctx, u)
 	var unavailable *robots.UnavailableError
-	if errors.As(err, &unavailable) {
+	var addrErr *addressError
+	switch {
+	case errors.As(err, &addrErr):
+		// The host's address is refused: no robots.txt will make it allowed.
+		c.failed(lease, lease.Record(), src, addrErr)
+		return false, ""
+	case errors.As(err, &unavailable):
 		// RFC 9309: an unreachable robots.txt disallows everything until it
 		// can be read. Each postponement is a temporary error of the URL.
 		// The host's failed fetches count for every URL of the host: only a
@@ -524,7 +577,8 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 		// instead of one by one, waits of up to 30 minutes apart.
 		rec := lease.Record()
 		attempts := max(rec.TempErrCount+1, c.robotsFailures(lease.HostKey(), unavailable.RetryAt))
-		c.temporary(lease, rec, src, "robots_unavailable", 0, unavailable.RetryAt, true, attempts)
+		c.temporary(lease, rec, src, temporaryError{reason: "robots_unavailable", cause: robotsCause(unavailable),
+			until: unavailable.RetryAt, attempts: attempts, noRequest: true})
 		return false, ""
 	}
 	if err != nil {
