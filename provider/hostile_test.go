@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/japanese"
+
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/internal/hostile"
 )
@@ -135,5 +138,78 @@ func TestContentEncodingThatLiesIsAPermanentErrorAndDeflateIsRead(t *testing.T) 
 	}
 	if title != "deflated" {
 		t.Errorf("the deflate page was indexed with title %q, want it decoded", title)
+	}
+}
+
+func TestDeclaredCharsetTheBytesContradictFallsBackToDetectionWithAWarning(t *testing.T) {
+	site := newSite(t)
+	const title = "Déjà vu à l'école"
+	page := func(extra string) string {
+		return "<!doctype html><html><head><title>" + title + "</title></head><body><p>" + title +
+			". Les élèves sont allés à la forêt, où ils ont vu des cerfs. Ça va très bien, merci." + extra + "</p></body></html>"
+	}
+	latin1, _ := charmap.Windows1252.NewEncoder().String(page(""))
+	sjisTitle := "日本語のページ"
+	sjis, _ := japanese.ShiftJIS.NewEncoder().String("<html><head><title>" + sjisTitle + "</title></head><body><p>これは日本語のテキストです。東京都の天気は晴れです。明日も晴れるでしょう。</p></body></html>")
+	cases := []struct {
+		path, contentType string
+		body              []byte
+		title             string
+		warned            bool
+	}{
+		{"/utf8-says-utf16.html", "text/html; charset=utf-16", []byte(page("")), title, true},
+		{"/utf16.html", "text/html; charset=utf-16", hostile.UTF16(page(""), false, false), title, false},
+		{"/utf16be-says-utf16le.html", "text/html; charset=utf-16le", hostile.UTF16(page(""), true, false), title, true},
+		{"/bom-says-utf16be.html", "text/html; charset=iso-8859-1", hostile.UTF16(page(""), true, true), title, true},
+		{"/bom-says-utf8.html", "text/html; charset=windows-1252", append([]byte("\xef\xbb\xbf"), page("")...), title, true},
+		{"/latin1-says-utf8.html", "text/html; charset=utf-8", []byte(latin1), title, true},
+		{"/sjis-says-euc-jp.html", "text/html; charset=euc-jp", []byte(sjis), sjisTitle, true},
+		{"/latin1.html", "text/html; charset=iso-8859-1", []byte(latin1), title, false},
+		{"/utf8.html", "text/html; charset=utf-8", []byte(page("")), title, false},
+	}
+	var paths []string
+	for _, c := range cases {
+		site.handle(c.path, (&hostile.Lie{ContentType: c.contentType, Body: c.body}).ServeHTTP)
+		paths = append(paths, c.path)
+	}
+	site.html("/", "home", links(paths...))
+	cfg, out := testConfig(t, "", "", site.URL+"/")
+
+	c, report := crawlKeep(t, cfg)
+
+	titles := map[string]string{}
+	for _, a := range readBulk(t, out) {
+		if a.doc != nil {
+			titles[a.doc.URL] = a.doc.Title
+		}
+	}
+	warned := 0
+	for _, tc := range cases {
+		u := site.URL + tc.path
+		if titles[u] != tc.title {
+			t.Errorf("%s (%s) indexed with title %q, want %q", tc.path, tc.contentType, titles[u], tc.title)
+		}
+		evs, err := c.Frontier().History(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var detail string
+		for _, ev := range evs {
+			if ev.Kind == frontier.EventFetched {
+				detail = ev.Detail
+			}
+		}
+		if got := strings.Contains(detail, "charset"); got != tc.warned {
+			t.Errorf("%s (%s): history says %q, want a charset warning %v", tc.path, tc.contentType, detail, tc.warned)
+		}
+		if tc.warned {
+			warned++
+		}
+	}
+	if got := report.Total.Reasons["charset_mismatch"]; got != warned {
+		t.Errorf("report counts %d charset_mismatch, want %d", got, warned)
+	}
+	if ex := exampleFor(report, "charset_mismatch"); !strings.Contains(ex, "charset=") {
+		t.Errorf("report example %q does not say what was declared", ex)
 	}
 }

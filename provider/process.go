@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -167,7 +166,7 @@ func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchR
 func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
 	it := lease.Item()
 	ex, docSource := c.extractorFor(src, d)
-	out, err := ex.Extract(mapping.Page{URL: u, Header: colly2UTF8(res.header), Body: res.body, Depth: it.Depth,
+	out, err := ex.Extract(mapping.Page{URL: u, Header: res.header, Body: res.body, Depth: it.Depth,
 		Source: docSource, Fetched: fetched, AddMeta: addMeta(d)})
 	if err != nil {
 		c.exclude(lease, rec, src, "extract_failed", err.Error())
@@ -181,9 +180,13 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	if follow && config.Bool(src.cfg.Discovery, true) {
 		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
 	}
+	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := c.canonical(src, out.Canonical, it); canon != "" {
+		if outcome.Detail != "" {
+			outcome.Detail = canon + "; " + outcome.Detail // the event would show the target alone
+		}
 		outcome.Target = canon
 		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
 		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
@@ -616,20 +619,6 @@ func retryAfter(v string, attempts int) time.Duration {
 
 func backoff(attempts int) time.Duration {
 	return min(retryBase<<min(attempts, 12), retryMax)
-}
-
-// colly2UTF8 adjusts headers for a body colly has already converted: colly
-// decodes a non-UTF-8 charset named in Content-Type into UTF-8, so the
-// header must say utf-8 or the page would be decoded twice.
-func colly2UTF8(h http.Header) http.Header {
-	ct := h.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || params["charset"] == "" || strings.EqualFold(params["charset"], "utf-8") || strings.EqualFold(params["charset"], "utf8") {
-		return h
-	}
-	params["charset"] = "utf-8"
-	h.Set("Content-Type", mime.FormatMediaType(mt, params))
-	return h
 }
 
 // robotsOutage counts the failed robots.txt fetches of a host since it was

@@ -136,12 +136,17 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 		res := r.Ctx.GetAny(resultKey).(*fetchResult)
 		res.status = r.StatusCode
 		res.header = r.Headers.Clone()
+		// colly would convert a body whose Content-Type names a charset,
+		// trusting the label whatever the bytes say; mapping decides the
+		// encoding once, from the bytes and every declaration. The map is
+		// the one colly reads after the body; the copy above is ours.
+		r.Headers.Del("Content-Type")
 		if r.StatusCode != http.StatusOK {
 			// Redirects, errors and not-modified answers are never indexed: skip their bodies.
 			r.Request.Abort()
 			return
 		}
-		if d := res.src.rules.DecideMIME(r.Headers.Get("Content-Type"), res.url); !d.Crawl {
+		if d := res.src.rules.DecideMIME(res.header.Get("Content-Type"), res.url); !d.Crawl {
 			res.skip = d
 			r.Request.Abort()
 		}
