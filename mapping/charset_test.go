@@ -3,27 +3,12 @@ package mapping
 import (
 	"strings"
 	"testing"
-	"unicode/utf16"
 
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/japanese"
-)
 
-func utf16Bytes(s string, bigEndian, bom bool) []byte {
-	units := utf16.Encode([]rune(s))
-	if bom {
-		units = append([]uint16{0xfeff}, units...)
-	}
-	var out []byte
-	for _, u := range units {
-		if bigEndian {
-			out = append(out, byte(u>>8), byte(u))
-		} else {
-			out = append(out, byte(u), byte(u>>8))
-		}
-	}
-	return out
-}
+	"github.com/crawlspace/crawlspace/internal/hostile"
+)
 
 func TestDeclaredCharsetIsBelievedUnlessTheBytesContradictIt(t *testing.T) {
 	const text = "Les élèves sont allés à l'école ; déjà vu, très précis, où êtes-vous ? Ça va, merci beaucoup."
@@ -38,14 +23,14 @@ func TestDeclaredCharsetIsBelievedUnlessTheBytesContradictIt(t *testing.T) {
 		warned        bool
 	}{
 		{"utf-8 as declared", "utf-8", []byte(html), text, "utf-8", false},
-		{"utf-16 as declared", "utf-16", utf16Bytes(html, false, false), text, "utf-16le", false},
-		{"utf-16be as declared", "utf-16be", utf16Bytes(html, true, false), text, "utf-16be", false},
+		{"utf-16 as declared", "utf-16", hostile.UTF16(html, false, false), text, "utf-16le", false},
+		{"utf-16be as declared", "utf-16be", hostile.UTF16(html, true, false), text, "utf-16be", false},
 		{"utf-8 bytes declared utf-16", "utf-16", []byte(html), text, "utf-8", true},
 		{"latin-1 bytes declared utf-16", "utf-16", []byte(latin1), text, "windows-1252", true},
-		{"utf-16be bytes declared utf-16le", "utf-16le", utf16Bytes(html, true, false), text, "utf-16be", true},
-		{"BOM over another declaration", "iso-8859-1", utf16Bytes(html, true, true), text, "utf-16be", true},
+		{"utf-16be bytes declared utf-16le", "utf-16le", hostile.UTF16(html, true, false), text, "utf-16be", true},
+		{"BOM over another declaration", "iso-8859-1", hostile.UTF16(html, true, true), text, "utf-16be", true},
 		{"UTF-8 BOM over windows-1252", "windows-1252", append([]byte("\xef\xbb\xbf"), html...), text, "utf-8", true},
-		{"BOM agreeing with utf-16", "utf-16", utf16Bytes(html, false, true), text, "utf-16le", false},
+		{"BOM agreeing with utf-16", "utf-16", hostile.UTF16(html, false, true), text, "utf-16le", false},
 		{"windows-1252 bytes declared utf-8", "utf-8", []byte(latin1), text, "windows-1252", true},
 		{"one stray byte declared utf-8", "utf-8", []byte("<p>déjà caf\xe9</p>"), "déjà caf\ufffd", "utf-8", false},
 		{"one latin-1 byte declared utf-8", "utf-8", []byte("<p>caf\xe9</p>"), "café", "windows-1252", true},
@@ -83,10 +68,10 @@ func TestUTF16IsPlausibleOnlyWithMarkupUnitsAndPairedSurrogates(t *testing.T) {
 		bigEndian bool
 		want      bool
 	}{
-		{"little-endian markup", utf16Bytes("<p>日本</p>", false, false), false, true},
-		{"big-endian markup", utf16Bytes("<p>日本</p>", true, false), true, true},
-		{"the other byte order", utf16Bytes("<p>日本</p>", true, false), false, false},
-		{"a pair of surrogates", utf16Bytes("<p>\U0001F600</p>", false, false), false, true},
+		{"little-endian markup", hostile.UTF16("<p>日本</p>", false, false), false, true},
+		{"big-endian markup", hostile.UTF16("<p>日本</p>", true, false), true, true},
+		{"the other byte order", hostile.UTF16("<p>日本</p>", true, false), false, false},
+		{"a pair of surrogates", hostile.UTF16("<p>\U0001F600</p>", false, false), false, true},
 		{"a lone high surrogate", []byte("\x00\xd8<\x00p\x00"), false, false},
 		{"a lone low surrogate", []byte("<\x00\x00\xdcp\x00"), false, false},
 		{"ASCII", []byte("<html><body>text</body></html>"), false, false},
