@@ -129,7 +129,7 @@ func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim 
 		maxBytes = sitemap.DefaultMaxBytes
 	}
 	// Parse reads one byte past max_bytes to tell a file cut by the limit.
-	req, err := http.NewRequestWithContext(withBodyLimit(ctx, maxBytes+1), http.MethodGet, fu, nil)
+	req, err := http.NewRequestWithContext(withBodyLimit(ctx, saturatingAdd(maxBytes, 1)), http.MethodGet, fu, nil)
 	if err != nil {
 		return nil, err
 	}
