@@ -103,8 +103,10 @@ type Result struct {
 	Doc   docfields.Document `json:"doc"`
 	Links []Link             `json:"links,omitempty"`
 	// LinksCapped is set when the page had more distinct links than
-	// max_links_per_page; the rest were dropped.
+	// max_links_per_page; the rest were dropped. LinksFound then counts
+	// the links the page held, repeats included.
 	LinksCapped bool `json:"links_capped,omitempty"`
+	LinksFound  int  `json:"links_found,omitempty"`
 	// Robots are the directives the page and its headers give; obeying
 	// them, or not, is the provider's decision.
 	Robots Directives `json:"robots"`
@@ -114,6 +116,9 @@ type Result struct {
 	BodyTruncated bool `json:"body_truncated,omitempty"`
 	// Charset is the WHATWG name of the encoding the page was decoded from.
 	Charset string `json:"charset"`
+	// CharsetWarning says how the bytes contradicted the charset the page
+	// declared, and what they were read as instead; "" when they did not.
+	CharsetWarning string `json:"charset_warning,omitempty"`
 }
 
 // Extractor maps pages of one source. It is safe for concurrent use.
@@ -320,7 +325,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	if ctype == "" {
 		ctype, _ = mediaType(http.DetectContentType(page.Body))
 	}
-	body, used := decodeBody(page.Body, charset)
+	body, used, charsetWarning := decodeBody(page.Body, charset)
 
 	p := parserPool.Get().(*parser)
 	defer func() {
@@ -330,7 +335,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	p.reset(x)
 	p.run(body)
 
-	res := &Result{Charset: used, BodyTruncated: p.body.full}
+	res := &Result{Charset: used, CharsetWarning: charsetWarning, BodyTruncated: p.body.full}
 	d := &res.Doc
 	d.URL = page.URL.String()
 	d.Host = strings.ToLower(page.URL.Host)
@@ -388,7 +393,11 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 		}
 	}
 	lb := newLinkBase(base)
-	res.Links, res.LinksCapped = p.resolveLinks(&lb, d.URL, x.maxLinks)
+	var found int
+	res.Links, res.LinksCapped, found = p.resolveLinks(&lb, d.URL, x.maxLinks)
+	if res.LinksCapped {
+		res.LinksFound = found
+	}
 	if p.canonical != "" {
 		res.Canonical, _ = lb.resolve(p.canonical)
 	} else if c := headerCanonical(page.Header); c != "" {

@@ -344,20 +344,21 @@ func hasDotSegment(p []byte) bool {
 }
 
 // resolveLinks resolves, filters and deduplicates the page's links, keeping
-// at most max (0: no cap). Only kept links cost an allocation.
-func (p *parser) resolveLinks(base *linkBase, self string, max int) ([]Link, bool) {
+// at most max (0: no cap), and counts the links found, repeats included.
+// Only kept links cost an allocation.
+func (p *parser) resolveLinks(base *linkBase, self string, max int) (links []Link, capped bool, found int) {
 	if len(p.links) == 0 {
-		return nil, false
+		return nil, false, 0
 	}
 	clear(p.seen)
 	out := make([]Link, 0, min(len(p.links), max))
-	capped := false
 	for _, rl := range p.links {
 		var ok bool
 		p.resolved, ok = base.appendResolved(p.resolved[:0], p.arena[rl.start:rl.end])
 		if !ok || string(p.resolved) == self {
 			continue
 		}
+		found++
 		if i, dup := p.seen[string(p.resolved)]; dup {
 			out[i].NoFollow = out[i].NoFollow && rl.nofollow
 			continue
@@ -371,9 +372,9 @@ func (p *parser) resolveLinks(base *linkBase, self string, max int) ([]Link, boo
 		out = append(out, Link{URL: abs, NoFollow: rl.nofollow, Tag: linkTagNames[rl.tag]})
 	}
 	if len(out) == 0 {
-		return nil, capped
+		return nil, capped, found
 	}
-	return out, capped
+	return out, capped, found
 }
 
 // refreshURL extracts the target of <meta http-equiv="refresh"

@@ -40,9 +40,9 @@ func trapSite(t *testing.T, trap *hostile.Trap, stop int64) (*httptest.Server, c
 	return srv, ctx
 }
 
-// crawlLogged runs one cycle with a crawler of its own that logs into log,
+// crawlUntilItEnds runs one cycle with a crawler of its own that logs into log,
 // as one `crawlspace crawl` does, and checks that it ended by itself.
-func crawlLogged(t *testing.T, ctx context.Context, cfg *config.Config, log *syncBuffer) (*provider.Report, *provider.Crawler) {
+func crawlUntilItEnds(t *testing.T, ctx context.Context, cfg *config.Config, log *syncBuffer) (*provider.Report, *provider.Crawler) {
 	t.Helper()
 	set, err := rules.Compile(cfg)
 	if err != nil {
@@ -96,7 +96,7 @@ func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
 	cfg := trapConfig(t, site.URL, fmt.Sprintf("max_urls_per_host: %d, max_pages_per_cycle: %d", urls, pages))
 	var log syncBuffer
 
-	report, c := crawlLogged(t, ctx, cfg, &log)
+	report, c := crawlUntilItEnds(t, ctx, cfg, &log)
 	front := c.Frontier()
 	total, by := storeCounts(t, front, "trap")
 	if trap.Pages() != pages || report.Total.Fetched != pages {
@@ -132,7 +132,7 @@ func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
 	}
 
 	// The next cycle fetches what waited, and the store stays at the budget.
-	report, c = crawlLogged(t, ctx, cfg, &log)
+	report, c = crawlUntilItEnds(t, ctx, cfg, &log)
 	total, by = storeCounts(t, c.Frontier(), "trap")
 	if trap.Pages() != 2*pages || report.Total.Fetched != pages {
 		t.Errorf("second cycle: the trap served %d pages in all, the report counts %d; want %d more", trap.Pages(), report.Total.Fetched, pages)
@@ -157,7 +157,7 @@ func TestRefusedURLsPastTheSourceBudgetAreCountedNotStored(t *testing.T) {
 	site, ctx := trapSite(t, trap, 50*pages)
 	cfg := trapConfig(t, site.URL, fmt.Sprintf("max_urls: %d, max_pages_per_cycle: %d", urls, pages))
 	var log syncBuffer
-	report, c := crawlLogged(t, ctx, cfg, &log)
+	report, c := crawlUntilItEnds(t, ctx, cfg, &log)
 	total, by := storeCounts(t, c.Frontier(), "trap")
 	if total != urls {
 		t.Errorf("the store holds %d URLs (%v), want max_urls %d", total, by, urls)
@@ -195,7 +195,7 @@ func TestTrapMemoryChild(t *testing.T) {
 	site, ctx := trapSite(t, trap, int64(10*budget))
 	cfg := trapConfig(t, site.URL, fmt.Sprintf("max_urls_per_host: %d, max_pages_per_cycle: %d", budget, budget))
 	var log syncBuffer
-	report, c := crawlLogged(t, ctx, cfg, &log)
+	report, c := crawlUntilItEnds(t, ctx, cfg, &log)
 	heap := liveHeap() // the crawler still open, its store at the budget
 	total, by := storeCounts(t, c.Frontier(), "trap")
 	if report.Total.Fetched != budget || total != budget || by[frontier.Fetched] != budget {

@@ -700,7 +700,8 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 		return 0, nil, err
 	}
 	src := c.sourceForHost(frontier.HostKey(u.String()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotsURL, nil)
+	// The cache reads one byte past what it parses, to know the file was cut.
+	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -127,7 +127,12 @@ func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim 
 			return nil, fmt.Errorf("robots.txt disallows it (%s)", line)
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fu, nil)
+	maxBytes := lim.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = sitemap.DefaultMaxBytes
+	}
+	// Parse reads one byte past max_bytes to tell a file cut by the limit.
+	req, err := http.NewRequestWithContext(withBodyLimit(ctx, saturatingAdd(maxBytes, 1)), http.MethodGet, fu, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,8 @@ func newTransport(cfg *config.Config, check func(netip.Addr) error) (*http.Trans
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
+		// decodingTransport decodes every body, with its limit.
+		DisableCompression: true,
 	}
 	if f.Proxy != "" {
 		pu, err := url.Parse(f.Proxy)
@@ -96,9 +98,13 @@ func classify(err error) (reason string, temporary bool) {
 	var dnsErr *net.DNSError
 	var addrErr *addressError
 	var certErr *tls.CertificateVerificationError
+	var encErr *encodingError
 	switch {
 	case errors.As(err, &addrErr):
 		return addrErr.reason, false
+	case errors.As(err, &encErr):
+		// A body not in the coding it claims stays so until someone acts.
+		return "content_encoding", false
 	case errors.As(err, &certErr):
 		// An untrusted or mismatched certificate stays so until someone acts.
 		return "tls_error", false

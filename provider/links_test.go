@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/provider"
 )
 
 func TestLinksFromBaseHrefFramesIframesAndAreasAreFollowedScriptsAndOtherSchemesAreNot(t *testing.T) {
@@ -141,4 +143,45 @@ func TestMaxLinksPerPageCapsTheLinksQueuedFromOnePage(t *testing.T) {
 		t.Errorf("indexed %v, want %v", got, want)
 	}
 	unknown(t, c, site.URL+paths[5])
+}
+
+func TestLinksPastMaxLinksPerPageAreAReasonInTheReportAndThePagesHistory(t *testing.T) {
+	const found = 100000
+	site := newSite(t)
+	var b strings.Builder
+	for i := range found {
+		fmt.Fprintf(&b, `<a href="/p/%d.html">%d</a>`, i, i)
+	}
+	site.html("/", "home", b.String())
+	// The links are refused as found, so the crawl counts the links kept
+	// without fetching them.
+	cfg, _ := testConfig(t, "", `exclude: ["/p/"]`, site.URL+"/")
+
+	c, report := crawlKeep(t, cfg)
+
+	if got := report.Total.Reasons["excluded"]; got != 2000 {
+		t.Errorf("%d links kept, want the default max_links_per_page of 2000", got)
+	}
+	if got := report.Total.Reasons["links_capped"]; got != 1 {
+		t.Errorf("report counts %d links_capped, want 1: %v", got, report.Total.Reasons)
+	}
+	var ex provider.Example
+	for _, e := range report.Examples {
+		if e.Reason == "links_capped" {
+			ex = e
+		}
+	}
+	if ex.URL != site.URL+"/" || !strings.Contains(ex.Detail, "2000") || !strings.Contains(ex.Detail, "100000") {
+		t.Errorf("report example %+v, want the page with 2000 kept of 100000", ex)
+	}
+	evs, err := c.Frontier().History(site.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; !slices.ContainsFunc(evs, func(ev frontier.Event) bool {
+		return ev.Kind == frontier.EventFetched && strings.Contains(ev.Detail, "links_capped")
+	}) {
+		t.Errorf("the page's history does not say its links were capped; last event %+v", last)
+	}
+	wantState(t, c, site.URL+"/", frontier.Fetched, "")
 }

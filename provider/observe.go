@@ -2,11 +2,14 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -130,6 +133,27 @@ func (c *Crawler) decided(source, url, reason, detail string, status int) {
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("not indexed", "url", url, "source", source, "reason", reason, "status", status, "detail", detail)
 	}
+}
+
+// pageWarnings records what a fetched page lost or was read as against its
+// word: links past max_links_per_page (when its links are followed), a
+// charset its bytes contradict. Each is a reason in the report with the
+// page as example and a log line; the returned text is for the page's
+// history event ("" when there is nothing to say).
+func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed bool) string {
+	var notes []string
+	if out.LinksCapped && followed {
+		detail := fmt.Sprintf("kept %d distinct links of %d found (fetch.max_links_per_page)", len(out.Links), out.LinksFound)
+		c.report.Reason(source, url, "links_capped", detail, false)
+		c.log.Info("page links capped", "url", url, "source", source, "reason", "links_capped", "detail", detail)
+		notes = append(notes, "links_capped: "+detail)
+	}
+	if out.CharsetWarning != "" {
+		c.report.Reason(source, url, "charset_mismatch", out.CharsetWarning, false)
+		c.log.Warn("declared charset contradicted by the page", "url", url, "source", source, "reason", "charset_mismatch", "detail", out.CharsetWarning)
+		notes = append(notes, "charset_mismatch: "+out.CharsetWarning)
+	}
+	return strings.Join(notes, "; ")
 }
 
 // sentEvent is the history event of a write handed to the sink.

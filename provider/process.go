@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +30,9 @@ type fetchResult struct {
 	header http.Header
 	body   []byte
 	skip   rules.Decision // a refusal decided from the headers; the body was not downloaded
-	err    error
+	// tooLarge says the body went past max_body_bytes once decoded.
+	tooLarge bool
+	err      error
 }
 
 const resultKey = "crawlspace.result"
@@ -73,12 +75,7 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		return
 	}
 
-	res := &fetchResult{src: src, url: it.URL}
-	cctx := colly.NewContext()
-	cctx.Put(resultKey, res)
 	hdr := http.Header{}
-	src.setHeaders(hdr, it.URL, c.cfg.UserAgent)
-	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
 	// A lease's record always reads InFlight: what the URL holds is told by
 	// its bookkeeping. A write still pending must fetch the page whole.
 	// A page whose links were never stored is read whole, or its links
@@ -96,13 +93,15 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		}
 	}
 	fetched := time.Now().UTC()
-	reqErr := src.coll.Request(http.MethodGet, it.URL, nil, cctx, hdr)
+	res := c.fetchPage(src, it.URL, hdr)
 	if ctx.Err() != nil {
 		lease.Release()
 		return
 	}
-	if res.err == nil && reqErr != nil && !errors.Is(reqErr, colly.ErrAbortedAfterHeaders) {
-		res.err = reqErr
+	var tooLarge *tooLargeError
+	if errors.As(res.err, &tooLarge) {
+		// The transport stopped the body at the limit: a 200 whose size decides below.
+		res.err, res.tooLarge = nil, true
 	}
 	if res.err != nil {
 		c.failed(lease, rec, src, res.err)
@@ -131,6 +130,11 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		c.exclude(lease, rec, src, string(res.skip.Reason), mediaType(res.header.Get("Content-Type")))
 		return
 	}
+	if res.tooLarge || int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
+		// Never a silently truncated document: the page is left out, with its reason.
+		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
+		return
+	}
 	if res.header.Get("Content-Type") == "" {
 		// No type to decide from before the body came: its first bytes decide.
 		sniffed := http.DetectContentType(res.body)
@@ -139,12 +143,23 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 			return
 		}
 	}
-	if int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
-		// Never a silently truncated document: the page is left out, with its reason.
-		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
-		return
-	}
 	c.page(ctx, lease, rec, src, d, u, res, fetched)
+}
+
+// fetchPage requests a page through the source's collector, with the
+// request headers hdr besides the crawler's own; the outcome, a failure
+// included, is in the result.
+func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchResult {
+	src.setHeaders(hdr, rawURL, c.cfg.UserAgent)
+	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
+	res := &fetchResult{src: src, url: rawURL}
+	cctx := colly.NewContext()
+	cctx.Put(resultKey, res)
+	err := src.coll.Request(http.MethodGet, rawURL, nil, cctx, hdr)
+	if res.err == nil && err != nil && !errors.Is(err, colly.ErrAbortedAfterHeaders) {
+		res.err = err
+	}
+	return res
 }
 
 // page turns a fetched HTML page into links and, unless something says
@@ -152,7 +167,7 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
 	it := lease.Item()
 	ex, docSource := c.extractorFor(src, d)
-	out, err := ex.Extract(mapping.Page{URL: u, Header: colly2UTF8(res.header), Body: res.body, Depth: it.Depth,
+	out, err := ex.Extract(mapping.Page{URL: u, Header: res.header, Body: res.body, Depth: it.Depth,
 		Source: docSource, Fetched: fetched, AddMeta: addMeta(d)})
 	if err != nil {
 		c.exclude(lease, rec, src, "extract_failed", err.Error())
@@ -166,9 +181,13 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	if follow && config.Bool(src.cfg.Discovery, true) {
 		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
 	}
+	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := c.canonical(src, out.Canonical, it); canon != "" {
+		if outcome.Detail != "" {
+			outcome.Detail = canon + "; " + outcome.Detail // the event would show the target alone
+		}
 		outcome.Target = canon
 		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
 		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
@@ -384,7 +403,11 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
 		until := time.Now().Add(retryAfter(h.Get("Retry-After"), rec.TempErrCount))
-		c.temporary(lease, rec, src, reason, status, until, false, rec.TempErrCount+1)
+		cause := "HTTP " + strconv.Itoa(status) + " " + http.StatusText(status)
+		if ra := h.Get("Retry-After"); ra != "" {
+			cause += ", Retry-After: " + ra
+		}
+		c.temporary(lease, rec, src, temporaryError{reason: reason, status: status, cause: cause, until: until, attempts: rec.TempErrCount + 1})
 		return
 	}
 	c.report.Reason(src.cfg.Name, it.URL, reason, "", true)
@@ -404,12 +427,14 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	it := lease.Item()
 	reason, temporary := classify(err)
 	if temporary {
-		c.temporary(lease, rec, src, reason, 0, time.Now().Add(backoff(rec.TempErrCount)), false, rec.TempErrCount+1)
+		c.temporary(lease, rec, src, temporaryError{reason: reason, cause: errCause(err),
+			until: time.Now().Add(backoff(rec.TempErrCount)), attempts: rec.TempErrCount + 1})
 		return
 	}
-	c.report.Reason(src.cfg.Name, it.URL, reason, err.Error(), true)
-	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", err)
-	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: err.Error()}
+	cause := errCause(err)
+	c.report.Reason(src.cfg.Name, it.URL, reason, cause, true)
+	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", cause)
+	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: cause}
 	var w *write
 	if rec.ErrCount > 0 {
 		w = c.unindex(rec, &outcome)
@@ -419,21 +444,61 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	c.complete(lease, outcome, w)
 }
 
+// temporaryError is a failure worth retrying: its reason code, the status
+// that came with it (0 when none did), what happened in words, when the
+// host may be tried again and how many times in a row it has failed.
+type temporaryError struct {
+	reason    string
+	status    int
+	cause     string
+	until     time.Time
+	attempts  int
+	noRequest bool // no request reached the host (robots.txt was unavailable)
+}
+
 // temporary queues the URL again after a backoff of its host, until it has
 // failed max_temporary_errors times in a row; then it is an error and its
-// document is deleted.
-func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, reason string, status int, until time.Time, noRequest bool, attempts int) {
+// document is deleted. The cause goes with each retry to the URL's history
+// and with the error to the log and the report.
+func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, te temporaryError) {
 	it := lease.Item()
-	if attempts >= src.cfg.MaxTemporaryErrors {
-		c.report.Reason(src.cfg.Name, it.URL, reason, "temporary errors in a row: "+strconv.Itoa(attempts), true)
-		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "attempts", rec.TempErrCount+1)
-		outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status, NoRequest: noRequest}
+	if te.attempts >= src.cfg.MaxTemporaryErrors {
+		c.report.Reason(src.cfg.Name, it.URL, te.reason, te.cause+"; temporary errors in a row: "+strconv.Itoa(te.attempts), true)
+		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", te.reason, "status", te.status,
+			"detail", te.cause, "attempts", te.attempts)
+		outcome := frontier.Outcome{State: frontier.Error, Reason: te.reason, Status: te.status, Detail: te.cause, NoRequest: te.noRequest}
 		w := c.unindex(rec, &outcome)
 		c.complete(lease, outcome, w)
 		return
 	}
-	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status, "retry_at", until)
-	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Status: status, Backoff: until, NoRequest: noRequest}, nil)
+	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", te.reason,
+		"status", te.status, "detail", te.cause, "attempts", te.attempts, "retry_at", te.until)
+	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: te.reason, Status: te.status, Detail: te.cause,
+		Backoff: te.until, NoRequest: te.noRequest}, nil)
+}
+
+// errCause is a failed request's error in words, without the method and
+// URL that net/http puts before it (the URL is the log line's and the
+// report's own). A deadline reached while the body was read says only
+// "context deadline exceeded", so a timeout is named as one.
+func errCause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if (errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)) && !strings.Contains(strings.ToLower(msg), "timeout") {
+		msg = "timeout: " + msg
+	}
+	return msg
+}
+
+// robotsCause says why a host's robots.txt could not be read.
+func robotsCause(ue *robots.UnavailableError) string {
+	if ue.Err != nil {
+		return "robots.txt " + ue.URL + ": " + errCause(ue.Err)
+	}
+	return "robots.txt " + ue.URL + ": HTTP " + strconv.Itoa(ue.Status)
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
@@ -509,7 +574,13 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 	}
 	r, err := c.robots.Get(ctx, u)
 	var unavailable *robots.UnavailableError
-	if errors.As(err, &unavailable) {
+	var addrErr *addressError
+	switch {
+	case errors.As(err, &addrErr):
+		// The host's address is refused: no robots.txt will make it allowed.
+		c.failed(lease, lease.Record(), src, addrErr)
+		return false, ""
+	case errors.As(err, &unavailable):
 		// RFC 9309: an unreachable robots.txt disallows everything until it
 		// can be read. Each postponement is a temporary error of the URL.
 		// The host's failed fetches count for every URL of the host: only a
@@ -518,7 +589,8 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 		// instead of one by one, waits of up to 30 minutes apart.
 		rec := lease.Record()
 		attempts := max(rec.TempErrCount+1, c.robotsFailures(lease.HostKey(), unavailable.RetryAt))
-		c.temporary(lease, rec, src, "robots_unavailable", 0, unavailable.RetryAt, true, attempts)
+		c.temporary(lease, rec, src, temporaryError{reason: "robots_unavailable", cause: robotsCause(unavailable),
+			until: unavailable.RetryAt, attempts: attempts, noRequest: true})
 		return false, ""
 	}
 	if err != nil {
@@ -556,20 +628,6 @@ func retryAfter(v string, attempts int) time.Duration {
 
 func backoff(attempts int) time.Duration {
 	return min(retryBase<<min(attempts, 12), retryMax)
-}
-
-// colly2UTF8 adjusts headers for a body colly has already converted: colly
-// decodes a non-UTF-8 charset named in Content-Type into UTF-8, so the
-// header must say utf-8 or the page would be decoded twice.
-func colly2UTF8(h http.Header) http.Header {
-	ct := h.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || params["charset"] == "" || strings.EqualFold(params["charset"], "utf-8") || strings.EqualFold(params["charset"], "utf8") {
-		return h
-	}
-	params["charset"] = "utf-8"
-	h.Set("Content-Type", mime.FormatMediaType(mt, params))
-	return h
 }
 
 // robotsOutage counts the failed robots.txt fetches of a host since it was

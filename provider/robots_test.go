@@ -11,6 +11,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/hostile"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -425,5 +426,49 @@ func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *tes
 	}
 	if got := report.Total.Reasons["robots_unavailable"]; got != len(starts) {
 		t.Errorf("report counts %d robots_unavailable, want %d", got, len(starts))
+	}
+}
+
+func TestRobotsTxtPastFiveRedirectsOrInALoopIsUnavailableAndAllowsEverythingAsRFC9309Says(t *testing.T) {
+	// Short retries, so the old behaviour (robots_unavailable after
+	// max_temporary_errors retries) fails the test quickly.
+	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	rules := "User-agent: *\nDisallow: /private\n"
+	chain, loop, five := newSite(t), newSite(t), newSite(t)
+	robots := map[*testSite]*hostile.Redirects{
+		chain: {Hops: 6, To: "/rules.txt"},
+		loop:  {Hops: 2, Loop: true},
+		five:  {Hops: 5, To: "/rules.txt"},
+	}
+	var starts []string
+	for site, r := range robots {
+		site.handle("/robots.txt", r.ServeHTTP)
+		site.text("/rules.txt", "text/plain", rules)
+		site.html("/", "home", links("/private.html"))
+		site.html("/private.html", "private", "")
+		starts = append(starts, site.URL+"/")
+	}
+	cfg, _ := testConfig(t, "", "max_temporary_errors: 3\nstay_on_start_hosts: true", starts...)
+
+	c, report := crawlKeep(t, cfg)
+
+	for _, site := range []*testSite{chain, loop} {
+		wantState(t, c, site.URL+"/", frontier.Fetched, "")
+		wantState(t, c, site.URL+"/private.html", frontier.Fetched, "")
+		// The first request and five redirects, once for the whole crawl.
+		if n := robots[site].Requests(); n != 6 {
+			t.Errorf("%s: robots.txt requested %d times, want 6", site.URL, n)
+		}
+		if n := site.hit("/rules.txt"); n != 0 {
+			t.Errorf("%s: the rules past the fifth redirect were requested %d times", site.URL, n)
+		}
+	}
+	// Five redirects are followed to the rules.
+	wantState(t, c, five.URL+"/private.html", frontier.Excluded, "robots")
+	if n := five.hit("/rules.txt"); n != 1 {
+		t.Errorf("rules five redirects away requested %d times, want 1", n)
+	}
+	if n := report.Total.Reasons["robots_unavailable"]; n != 0 {
+		t.Errorf("report counts %d robots_unavailable: %v", n, report.Total.Reasons)
 	}
 }

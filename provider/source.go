@@ -11,6 +11,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -33,9 +34,6 @@ type source struct {
 	own     map[string]bool
 	headers http.Header
 }
-
-// maxRobotsRedirects is RFC 9309's minimum number of redirects to follow for robots.txt.
-const maxRobotsRedirects = 5
 
 func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	rs := c.rules.Source(sc.Name)
@@ -68,29 +66,36 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.client = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(c.cfg.Fetch.MaxRedirects)}
-	src.robotsClient = &http.Client{Transport: tr, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(maxRobotsRedirects)}
-	src.coll = c.newCollector(tr)
+	rt := &decodingTransport{base: tr, limit: c.cfg.Fetch.MaxBodyBytes}
+	src.client = &http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.redirectPolicy(c.cfg.Fetch.MaxRedirects)}
+	src.robotsClient = robots.Client(&http.Client{Transport: rt, Timeout: c.cfg.Fetch.Timeout.D(), CheckRedirect: c.keepHeadersHome})
+	src.coll = c.newCollector(rt)
 	return src, nil
 }
 
-// redirectPolicy follows up to limit redirects for robots.txt, sitemaps and
-// feeds (pages are not followed by the client: each hop is queued).
-// Credentials and custom headers go to the host they were meant for only;
-// net/http strips Authorization across domains but not custom headers.
+// redirectPolicy follows up to limit redirects for sitemaps and feeds
+// (pages are not followed by the client: each hop is queued; robots.txt
+// follows robots.Client's).
 func (c *Crawler) redirectPolicy(limit int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > limit {
 			return errors.New("too many redirects")
 		}
-		if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
-			req.Header.Del("Authorization")
-			for k := range c.sourceHeaders {
-				req.Header.Del(k)
-			}
-		}
-		return nil
+		return c.keepHeadersHome(req, via)
 	}
+}
+
+// keepHeadersHome sends credentials and custom headers to the host they
+// were meant for only; net/http strips Authorization across domains but not
+// custom headers.
+func (c *Crawler) keepHeadersHome(req *http.Request, via []*http.Request) error {
+	if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
+		req.Header.Del("Authorization")
+		for k := range c.sourceHeaders {
+			req.Header.Del(k)
+		}
+	}
+	return nil
 }
 
 // addressError is the dialer's refusal of an address the source's rules forbid.
@@ -119,7 +124,9 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 		colly.AllowURLRevisit(),
 		// Every status reaches OnResponse, so errors are classified in one place.
 		colly.ParseHTTPErrorResponse(),
-		// One more byte than allowed tells an over-size body from one that fits exactly.
+		// One more byte than allowed tells an over-size body from one that
+		// fits exactly; the transport counts the limit in decoded bytes
+		// and leaves colly nothing to decompress.
 		colly.MaxBodySize(int(f.MaxBodyBytes)+1),
 	)
 	coll.WithTransport(tr)
@@ -129,12 +136,17 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 		res := r.Ctx.GetAny(resultKey).(*fetchResult)
 		res.status = r.StatusCode
 		res.header = r.Headers.Clone()
+		// colly would convert a body whose Content-Type names a charset,
+		// trusting the label whatever the bytes say; mapping decides the
+		// encoding once, from the bytes and every declaration. The map is
+		// the one colly reads after the body; the copy above is ours.
+		r.Headers.Del("Content-Type")
 		if r.StatusCode != http.StatusOK {
 			// Redirects, errors and not-modified answers are never indexed: skip their bodies.
 			r.Request.Abort()
 			return
 		}
-		if d := res.src.rules.DecideMIME(r.Headers.Get("Content-Type"), res.url); !d.Crawl {
+		if d := res.src.rules.DecideMIME(res.header.Get("Content-Type"), res.url); !d.Crawl {
 			res.skip = d
 			r.Request.Abort()
 		}
@@ -154,7 +166,8 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 
 // setHeaders sets the headers of a request for rawURL: the source's own
 // headers when the URL is on one of its hosts (credentials go nowhere else),
-// then the crawler's User-Agent, which a configured header does not replace.
+// then the crawler's User-Agent and the codings it decodes, which a
+// configured header does not replace.
 func (s *source) setHeaders(h http.Header, rawURL, userAgent string) {
 	if s.own[frontier.HostKey(rawURL)] {
 		for k, v := range s.headers {
@@ -162,4 +175,5 @@ func (s *source) setHeaders(h http.Header, rawURL, userAgent string) {
 		}
 	}
 	h.Set("User-Agent", userAgent)
+	h.Set("Accept-Encoding", acceptEncoding)
 }

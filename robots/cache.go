@@ -16,8 +16,9 @@ import (
 
 // Fetcher GETs a robots.txt URL. The provider supplies it so that robots.txt
 // goes through the same per-host politeness limits and HTTP client as pages;
-// the client follows redirects (RFC 9309 2.3.1.2: at least five hops). A
-// non-nil err means the server could not be reached. The cache closes body.
+// the client follows redirects as Client does (RFC 9309 2.3.1.2: five hops,
+// then the last 3xx). A non-nil err means the server could not be reached.
+// The cache closes body.
 type Fetcher func(ctx context.Context, robotsURL string) (status int, body io.ReadCloser, err error)
 
 // ErrUnavailable is matched (errors.Is) by the error Cache.Get returns while
@@ -332,21 +333,23 @@ func origin(u *url.URL) (key, robotsURL string, err error) {
 	return key, scheme + "://" + host + "/robots.txt", nil
 }
 
-// maxRedirects is the hop count RFC 9309 2.3.1.2 asks crawlers to follow.
-const maxRedirects = 5
+// MaxRedirects is the hop count RFC 9309 2.3.1.2 asks crawlers to follow.
+const MaxRedirects = 5
 
-// HTTPFetcher returns a Fetcher that GETs robots.txt with client (nil: the
-// default client), sending userAgent and following at most five redirects;
-// past that the last 3xx is returned, which the cache reads as "no
-// robots.txt". Politeness is the caller's: wrap the Fetcher to apply it.
-func HTTPFetcher(client *http.Client, userAgent string) Fetcher {
+// Client returns a copy of client (nil: the default client) that follows
+// robots.txt redirects as RFC 9309 2.3.1.2 asks: at most MaxRedirects,
+// after which the last 3xx is returned, which the cache reads as an
+// unavailable robots.txt, so everything is allowed; a redirect loop ends
+// the same way. client's own CheckRedirect still sees each hop it follows.
+// Every fetcher of robots.txt should use it, so they all agree.
+func Client(client *http.Client) *http.Client {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	cl := *client
 	prev := cl.CheckRedirect
 	cl.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) > maxRedirects {
+		if len(via) > MaxRedirects {
 			return http.ErrUseLastResponse
 		}
 		if prev != nil {
@@ -354,6 +357,14 @@ func HTTPFetcher(client *http.Client, userAgent string) Fetcher {
 		}
 		return nil
 	}
+	return &cl
+}
+
+// HTTPFetcher returns a Fetcher that GETs robots.txt with Client(client),
+// sending userAgent. Politeness is the caller's: wrap the Fetcher to apply
+// it.
+func HTTPFetcher(client *http.Client, userAgent string) Fetcher {
+	cl := Client(client)
 	return func(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotsURL, nil)
 		if err != nil {

@@ -252,8 +252,8 @@ func TestCacheRedirectLoopMeansNoRobotsTxt(t *testing.T) {
 	if ok, _, err := allowed(t, c, srv.URL+"/x"); !ok || err != nil {
 		t.Errorf("redirect loop: allowed=%v err=%v, want everything allowed", ok, err)
 	}
-	if hops.Load() != 1+maxRedirects {
-		t.Errorf("%d requests, want the first plus %d redirects", hops.Load(), maxRedirects)
+	if hops.Load() != 1+MaxRedirects {
+		t.Errorf("%d requests, want the first plus %d redirects", hops.Load(), MaxRedirects)
 	}
 }
 

@@ -4,7 +4,9 @@
 // A normalised URL is absolute and pure ASCII:
 //
 //   - scheme and host lower-case, internationalised host names in punycode,
-//     IPv6 literals in their canonical compressed form;
+//     IPv6 literals in their canonical compressed form, a host that ends in
+//     a number as its dotted IPv4 address (2130706433, 0x7f.1 and 127.1 are
+//     127.0.0.1);
 //   - user information dropped (credentials belong in the config's auth,
 //     not in URLs that are logged, stored and indexed);
 //   - the scheme's default port dropped, an empty port dropped;
@@ -310,7 +312,9 @@ func appendHost(buf []byte, scheme, authority string) ([]byte, error) {
 }
 
 // appendHostName writes a lower-case ASCII host name. Escapes and non-ASCII
-// (internationalised names) go through IDNA's lookup mapping to punycode.
+// (internationalised names) go through IDNA's lookup mapping to punycode; a
+// host that ends in a number is written as its dotted IPv4 address
+// (ipv4.go).
 func appendHostName(buf []byte, host string) ([]byte, error) {
 	if host == "" {
 		return buf, ErrHost
@@ -349,6 +353,16 @@ func appendHostName(buf []byte, host string) ([]byte, error) {
 		h, err := idna.Lookup.ToASCII(string(buf[start:]))
 		if err != nil || h != string(buf[start:]) {
 			return buf[:start], ErrHost
+		}
+	}
+	// Most hosts end in a letter past f: one comparison rules them out.
+	if host := buf[start:]; mayEndInNumber(host[len(host)-1]) && endsInNumber(string(host)) {
+		addr, ok := parseIPv4(string(host))
+		if !ok {
+			return buf[:start], ErrHost
+		}
+		if dotted := appendIPv4(buf[len(buf):], addr); !bytes.Equal(dotted, host) {
+			buf = append(buf[:start], dotted...)
 		}
 	}
 	return buf, nil

@@ -242,6 +242,7 @@ func FuzzNormalize(f *testing.F) {
 	for _, s := range []string{
 		"http://example.com/a/../b?z=1&a=2#f", "HTTP://[::1]:80/%7e", "http://bücher.de/ä?x",
 		"https://a/b/./c/%2e%2e/d", "http://a:0/", "http://a/?&&=&", "http://a\\b\\..\\c",
+		"http://0x7f.1:8080/", "http://2130706433./a", "http://0177.0.0.1/", "http://%31%32%37.1/",
 	} {
 		f.Add(s)
 	}
@@ -306,4 +307,55 @@ func BenchmarkNormalize(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestNumericHostsAreTheirDottedIPv4AddressAsInTheWHATWGURLStandard(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://2130706433/", "http://127.0.0.1/"},
+		{"http://0x7f.1/", "http://127.0.0.1/"},
+		{"http://0X7F.0X0.0X0.0X1/a", "http://127.0.0.1/a"},
+		{"http://0177.0.0.1/", "http://127.0.0.1/"},
+		{"http://0177.1:8080/", "http://127.0.0.1:8080/"},
+		{"http://127.1/", "http://127.0.0.1/"},
+		{"http://10.1/", "http://10.0.0.1/"},
+		{"http://192.168.257/", "http://192.168.1.1/"},
+		{"http://127.0.0.1./", "http://127.0.0.1/"},
+		{"http://0x/", "http://0.0.0.0/"},
+		{"http://00/", "http://0.0.0.0/"},
+		{"http://4294967295/", "http://255.255.255.255/"},
+		{"http://0xffffffff/", "http://255.255.255.255/"},
+		{"http://%31%32%37.1/", "http://127.0.0.1/"},
+		{"http://１２７.０.０.１/", "http://127.0.0.1/"},
+		{"http://10.0.0.1/", "http://10.0.0.1/"},
+		{"http://a.1x/", "http://a.1x/"},
+		{"http://1.example/", "http://1.example/"},
+		{"http://0xg/", "http://0xg/"},
+	} {
+		got, err := Normalize(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+		base, _ := url.Parse("http://page.example/dir/")
+		if got, err := Resolve(base, tc.in); err != nil || got != tc.want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestHostsThatEndInANumberButAreNoAddressAreInvalid(t *testing.T) {
+	for _, in := range []string{
+		"http://4294967296/",
+		"http://1.2.3.4.5/",
+		"http://256.1.1.1/",
+		"http://1.2.65536/",
+		"http://09.1.1.1/",
+		"http://0x1g.1/",
+		"http://example.123/",
+		"http://1..2/",
+		"http://99999999999999999999999/",
+	} {
+		if got, err := Normalize(in); !errors.Is(err, ErrHost) {
+			t.Errorf("Normalize(%q) = %q, %v; want ErrHost", in, got, err)
+		}
+	}
 }
