@@ -347,6 +347,12 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	c.report = report
 	c.writeCtx = ctx
 	c.reportMu.Unlock()
+	// colly takes a request's context from its collector: set per cycle
+	// (no request is in flight between cycles), a stopped crawl hangs up
+	// on the pages it is fetching instead of waiting out fetch.timeout.
+	for _, src := range c.order {
+		src.coll.Context = ctx
+	}
 	c.warnings(report)
 	err := c.cycle(ctx, discover)
 	// Searches see the cycle only once every write of it has landed; a

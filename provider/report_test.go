@@ -7,8 +7,11 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -75,4 +78,31 @@ func TestSummaryOfACompletedCrawlSaysItFinished(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "crawl finished in ") {
 		t.Errorf("summary = %q", out.String())
 	}
+}
+
+func TestStoppedCrawlAbandonsAPageThatNeverAnswersAndLeavesItQueued(t *testing.T) {
+	site := newSite(t)
+	asked := make(chan struct{})
+	var once sync.Once
+	site.html("/", "home", links("/hang"))
+	site.handle("/hang", func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(asked) })
+		<-r.Context().Done() // never answers; ends when the crawler hangs up
+	})
+	// Timeouts far beyond the guard below: only the stop can end the request.
+	cfg, _ := testConfig(t, "fetch: {timeout: 2h, response_header_timeout: 1h}", "", site.URL+"/")
+	c := crawlerFor(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }()
+	done := make(chan error, 1)
+	go func() { _, err := c.Crawl(ctx); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("crawl error = %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the stopped crawl still waits for a page that never answers")
+	}
+	wantState(t, c, site.URL+"/hang", frontier.Waiting, "")
 }
