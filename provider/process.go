@@ -616,8 +616,14 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 // back to the backoff for the attempt.
 func retryAfter(v string, attempts int) time.Duration {
 	if v = strings.TrimSpace(v); v != "" {
-		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-			return min(time.Duration(secs)*time.Second, retryMax)
+		secs, err := strconv.ParseUint(v, 10, 63)
+		switch {
+		case err == nil:
+			// Compared in seconds: a huge value would overflow a Duration
+			// into the past, and the host would be asked again at once.
+			return time.Duration(min(secs, uint64(retryMax/time.Second))) * time.Second
+		case errors.Is(err, strconv.ErrRange):
+			return retryMax // delay-seconds too long to hold: wait as long as we ever do
 		}
 		if t, err := http.ParseTime(v); err == nil {
 			return min(max(time.Until(t), 0), retryMax)
@@ -627,7 +633,8 @@ func retryAfter(v string, attempts int) time.Duration {
 }
 
 func backoff(attempts int) time.Duration {
-	return min(retryBase<<min(attempts, 12), retryMax)
+	// A count read from a damaged record may be anything: clamp it.
+	return min(retryBase<<min(max(attempts, 0), 12), retryMax)
 }
 
 // robotsOutage counts the failed robots.txt fetches of a host since it was

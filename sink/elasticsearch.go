@@ -495,10 +495,18 @@ func (s *Elasticsearch) bulk(ctx context.Context, body []byte, n int) ([]bulkIte
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		return nil, fmt.Errorf("_bulk: %s: %s", res.Status(), bytes.TrimSpace(msg))
 	}
+	return readBulkAnswer(res.Body, n)
+}
+
+// readBulkAnswer reads the items of a _bulk answer for n writes. An answer
+// that does not give each write exactly one action and an HTTP status (a
+// proxy's page, a truncated body) is an error, which sends every write of
+// the request again: a write is never taken as landed on a guess.
+func readBulkAnswer(r io.Reader, n int) ([]bulkItem, error) {
 	var answer struct {
 		Items []map[string]bulkItem `json:"items"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&answer); err != nil {
+	if err := json.NewDecoder(r).Decode(&answer); err != nil {
 		return nil, fmt.Errorf("_bulk: reading the answer: %w", err)
 	}
 	if len(answer.Items) != n {
@@ -506,8 +514,14 @@ func (s *Elasticsearch) bulk(ctx context.Context, body []byte, n int) ([]bulkIte
 	}
 	items := make([]bulkItem, n)
 	for i, m := range answer.Items {
+		if len(m) != 1 {
+			return nil, fmt.Errorf("_bulk: item %d of the answer holds %d actions, want 1", i, len(m))
+		}
 		for _, it := range m {
 			items[i] = it
+		}
+		if st := items[i].Status; st < 100 || st > 599 {
+			return nil, fmt.Errorf("_bulk: item %d of the answer has status %d", i, st)
 		}
 	}
 	return items, nil
