@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/crawlspace/crawlspace/frontier"
 )
 
 var (
@@ -290,7 +292,8 @@ func (k *checker) source(i int) {
 
 	k.atLeast(at("max_link_depth"), int64(s.MaxLinkDepth), 0)
 	k.atLeast(at("max_path_depth"), int64(s.MaxPathDepth), 0)
-	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, 1<<20)
+	// The state store must be able to hold every URL the crawl space allows.
+	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, frontier.MaxURLLength)
 	for j, q := range s.HonoredQueryParams {
 		qp := indexPath(at("honored_query_params"), j)
 		if k.nonEmpty(qp, q) && strings.ContainsAny(q, "=&?# ") {

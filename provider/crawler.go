@@ -84,7 +84,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory})
 	if err != nil {
-		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
+		return nil, err // it names the state store
 	}
 	c.front = front
 	c.acks = newAckQueue(c.acknowledge)

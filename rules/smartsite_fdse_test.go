@@ -4,6 +4,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
 )
 
 // Smartsite: "a visited url must match one of the configured start urls:
@@ -135,6 +138,25 @@ func TestURLLongerThanMaxURLLengthIsRefused(t *testing.T) {
 		{base + strings.Repeat("a", 128-len(base)), true, ReasonNone},
 		{base + strings.Repeat("a", 129-len(base)), false, ReasonURLTooLong},
 	})
+}
+
+func TestAURLLongerThanTheStateStoreHoldsIsRefusedWhateverMaxURLLengthSays(t *testing.T) {
+	cfg, err := config.Parse("crawl.yaml", []byte(source(`start_urls: ["http://site.example/"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://site.example/"
+	for _, limit := range []int{0, 1 << 20} { // unset, or past the bound validation enforces
+		cfg.Sources[0].MaxURLLength = limit
+		set, err := Compile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTable(t, set.Source("site"), []want{
+			{base + strings.Repeat("a", frontier.MaxURLLength-len(base)), true, ReasonNone},
+			{base + strings.Repeat("a", frontier.MaxURLLength+1-len(base)), false, ReasonURLTooLong},
+		})
+	}
 }
 
 // follow_query_strings: false refuses URLs that still have a query after
