@@ -277,6 +277,9 @@ func (k *checker) source(i int) {
 	}
 	for j, u := range s.StartURLs {
 		k.url(indexPath(at("start_urls"), j), u, s.Schemes)
+		if len(u) > frontier.MaxURLLength {
+			k.errorf(indexPath(at("start_urls"), j), "is %d bytes, longer than the state store holds (%d)", len(u), frontier.MaxURLLength)
+		}
 	}
 	for j, u := range s.Sitemaps {
 		k.url(indexPath(at("sitemaps"), j), u, []string{"http", "https"})

@@ -94,6 +94,9 @@ func TestSourcesAreValidated(t *testing.T) {
 		{"max_url_length past what the state store holds", src("max_url_length: 32001"), []string{
 			`c.yaml:4:21: sources[0].max_url_length: must be between 16 and 32000, got 32001`,
 		}},
+		{"a start URL longer than the state store holds", "sources:\n  - name: a\n    start_urls: [http://example.org/" + strings.Repeat("x", 32000) + "]\n", []string{
+			`c.yaml:3:18: sources[0].start_urls[0]: is 32019 bytes, longer than the state store holds (32000)`,
+		}},
 		{"enums", src("orphans: forget", "extraction: {title_order: [title, h2, title]}"), []string{
 			`c.yaml:4:14: sources[0].orphans: "forget" is not one of keep, recheck, delete`,
 			`c.yaml:5:39: sources[0].extraction.title_order[1]: "h2" is not one of title, meta, h1, url`,

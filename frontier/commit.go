@@ -83,7 +83,7 @@ func (f *Frontier) refuseWrites() error {
 		return se
 	}
 	if f.readOnly {
-		return ErrReadOnly
+		return errReadOnly
 	}
 	return nil
 }

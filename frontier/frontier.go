@@ -81,7 +81,7 @@ type Options struct {
 	History int
 	// ReadOnly opens an existing store for reading only (status): it works
 	// on a read-only file system or without write permission, shares the
-	// store with other readers, and every change returns ErrReadOnly.
+	// store with other readers, and every change returns an error.
 	ReadOnly bool
 }
 
@@ -311,7 +311,7 @@ func (f *Frontier) Close() error {
 	if f.stuck.Load() {
 		// A write transaction was left open on damage (see writeTx):
 		// closing would wait for it forever.
-		return f.Err()
+		return f.failure()
 	}
 	return errors.Join(err, f.db.Close())
 }

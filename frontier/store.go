@@ -40,9 +40,9 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// ErrReadOnly is returned by every change of a Frontier opened with
+// errReadOnly is returned by every change of a Frontier opened with
 // Options.ReadOnly.
-var ErrReadOnly = errors.New("frontier: the state store is open read-only")
+var errReadOnly = errors.New("frontier: the state store is open read-only")
 
 // storeFile is the store's file name under the state directory.
 const storeFile = "frontier.db"
@@ -174,8 +174,8 @@ func (f *Frontier) fail(err error, corrupt bool) error {
 	return se
 }
 
-// Err returns the StoreError that broke the store, or nil.
-func (f *Frontier) Err() error {
+// failure is the StoreError that broke the store, or nil.
+func (f *Frontier) failure() error {
 	if se := f.broken.Load(); se != nil {
 		return se
 	}

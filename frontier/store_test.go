@@ -186,10 +186,10 @@ func TestAStoreDamagedWhileOpenStopsWithTheCorruptErrorAndNoPanic(t *testing.T) 
 	// store is broken, and nothing crashed.
 	err := l.Complete(Outcome{State: Fetched, Status: 200})
 	wantCorrupt(t, err, dir)
-	if _, err := f.Next(context.Background()); err == nil || err.Error() != f.Err().Error() {
-		t.Errorf("Next = %v, want the store's error %v", err, f.Err())
+	if _, err := f.Next(context.Background()); err == nil || err.Error() != f.failure().Error() {
+		t.Errorf("Next = %v, want the store's error %v", err, f.failure())
 	}
-	if _, err := f.Add(Item{URL: "http://b.example/", Source: "s", Class: Start}); !errors.Is(err, f.Err()) {
+	if _, err := f.Add(Item{URL: "http://b.example/", Source: "s", Class: Start}); !errors.Is(err, f.failure()) {
 		t.Errorf("Add after the damage = %v, want the store's error", err)
 	}
 	if _, _, err := f.Get("http://a.example/p/7"); err == nil {
@@ -224,7 +224,7 @@ func TestAReadErrorOfADamagedPageAlsoBreaksTheStore(t *testing.T) {
 	// The first to meet the damage is a lease: Next reports it, as does every later change.
 	_, err := f.Next(context.Background())
 	wantCorrupt(t, err, dir)
-	if err := f.PutMeta("k", []byte("v")); !errors.Is(err, f.Err()) {
+	if err := f.PutMeta("k", []byte("v")); !errors.Is(err, f.failure()) {
 		t.Errorf("PutMeta after the damage = %v, want the store's error", err)
 	}
 }
@@ -283,8 +283,8 @@ func TestReadOnlyOpenReadsAndRefusesEveryChange(t *testing.T) {
 	if r := mustGet(t, f, "http://a.example/p/0"); r.State != Fetched {
 		t.Errorf("read-only Get = %s, want fetched", r.State)
 	}
-	if _, err := f.Add(urlsOf("b.example", 1)...); !errors.Is(err, ErrReadOnly) {
-		t.Errorf("read-only Add = %v, want ErrReadOnly", err)
+	if _, err := f.Add(urlsOf("b.example", 1)...); !errors.Is(err, errReadOnly) {
+		t.Errorf("read-only Add = %v, want errReadOnly", err)
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "none"), Options{ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("read-only Open of a missing store = %v, want ErrNotExist", err)
