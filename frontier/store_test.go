@@ -132,6 +132,14 @@ func TestOpenRefusesADamagedStoreAndNeverTakesItForANewOne(t *testing.T) {
 			overwrite(t, dir, l, 0, randomBytes(2*int(l.pageSize)))
 		}, "neither meta page is valid"},
 		{"a branch page that leads back to itself", loop, "reached twice"},
+		{"keys out of order in a leaf", func(t *testing.T, dir string) {
+			root := original[int64(l.urlsRoot)*l.pageSize:][:l.pageSize]
+			leafID := binary.LittleEndian.Uint64(root[pageHeaderSize+8:]) // the first child
+			leaf := bytes.Clone(original[int64(leafID)*l.pageSize:][:l.pageSize])
+			pos := int(binary.LittleEndian.Uint32(leaf[pageHeaderSize+4:]))
+			leaf[pageHeaderSize+pos] = '~' // the first key now sorts after the others
+			overwrite(t, dir, l, leafID, leaf)
+		}, "out of order"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -368,11 +376,15 @@ func TestAnOutcomeThatCannotBeRecordedHoldsTheURLUntilTheNextCycle(t *testing.T)
 }
 
 func TestTheLongestURLTheStoreHoldsIsStoredWithItsHistory(t *testing.T) {
-	f := openTest(t, "", Options{Policy: policy(1, 0), History: DefaultHistory})
+	dir := t.TempDir()
+	f := openTest(t, dir, Options{Policy: policy(1, 0), History: DefaultHistory})
 	u := "http://a.example/"
 	u += strings.Repeat("x", MaxURLLength-len(u))
 	mustAdd(t, f, Item{URL: u, Source: "s", Class: Start})
 	mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Detail: "ok"})
+	// Its keys fill overflow pages, which the check at Open walks too.
+	f.Close()
+	f = openTest(t, dir, Options{Policy: policy(1, 0), History: DefaultHistory})
 	evs, err := f.History(u)
 	if err != nil || len(evs) != 2 {
 		t.Errorf("history of a URL of MaxURLLength bytes = %v, %v; want queued and fetched", evs, err)
@@ -383,4 +395,55 @@ func TestTheLongestURLTheStoreHoldsIsStoredWithItsHistory(t *testing.T) {
 	if MaxURLLength+5 > bolt.MaxKeySize {
 		t.Errorf("MaxURLLength %d leaves no room for a history key within bbolt's %d", MaxURLLength, bolt.MaxKeySize)
 	}
+}
+
+// FuzzOpenOfADamagedFileNeverCrashes writes bytes over a store file (and
+// may cut it short), opens it and reads all of it: whatever the check at
+// Open lets through, bbolt must read and write without a panic or a fault,
+// and what the check refuses must be the corrupt error. A crash here
+// (bbolt's own goroutines cannot be recovered) is a hole in verifyFile.
+// testdata/store.db is a small store (40 URLs, 10 fetched, with histories
+// and outlinks) made once by this package: a store made at each run would
+// differ (bbolt spills buckets in map order), and a crasher not reproduce.
+func FuzzOpenOfADamagedFileNeverCrashes(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "store.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	// A small mapping keeps a grown file small; the array freelist
+	// allocates pages in the same order every run.
+	small := &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistArrayType, NoFreelistSync: true}
+	opt := Options{Policy: policy(100, 0), History: DefaultHistory, Bolt: small, Now: newClock().Now}
+	f.Add(uint32(0), []byte{}, uint32(0))
+	f.Add(uint32(2*4096+8), []byte{1, 1}, uint32(0))        // a page's type
+	f.Add(uint32(3*4096+16), []byte{0xff, 0xff}, uint32(0)) // an element's position
+	f.Add(uint32(0), []byte{}, uint32(5*4096))              // truncated
+	f.Fuzz(func(t *testing.T, at uint32, patch []byte, cut uint32) {
+		b := bytes.Clone(seed)
+		copy(b[int(at)%len(b):], patch)
+		if cut > 0 {
+			b = b[:int(cut)%len(b)]
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, storeFile), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fr, err := Open(dir, opt)
+		if err != nil {
+			var se *StoreError
+			if !errors.As(err, &se) || !se.Corrupt {
+				t.Fatalf("Open = %v, want a corrupt StoreError or none", err)
+			}
+			return
+		}
+		defer fr.Close()
+		fr.ForEach("", func(r Record) error {
+			fr.History(r.URL)
+			return nil
+		})
+		if l, _, _ := fr.TryNext(); l != nil {
+			l.Complete(Outcome{State: Fetched, Status: 200})
+		}
+		fr.Reach([]uint64{1})
+	})
 }

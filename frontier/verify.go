@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,7 +34,6 @@ const (
 
 	flagBranch   = 0x01
 	flagLeaf     = 0x02
-	flagMeta     = 0x04
 	flagFreelist = 0x10
 	flagBucket   = 0x01 // a leaf element that is a nested bucket
 
@@ -121,7 +121,8 @@ func verifyFile(file *os.File) error {
 			return err
 		}
 	}
-	return v.tree(m.root, 0)
+	_, err = v.tree(m.root, 0, nil, nil)
+	return err
 }
 
 // readMeta returns the valid meta page with the highest transaction, as
@@ -132,8 +133,11 @@ func readMeta(r io.ReaderAt, size int64) (meta, error) {
 	var best meta
 	found := false
 	try := func(off int64) {
+		// Like bbolt, nothing of the page header is checked: only the
+		// meta's own magic, version and checksum decide, so that the tree
+		// checked is the one bbolt will use.
 		n, _ := r.ReadAt(buf[:], off)
-		if n < pageHeaderSize+64 || le.Uint16(buf[8:]) != flagMeta {
+		if n < pageHeaderSize+64 {
 			return
 		}
 		if m, ok := parseMeta(buf[pageHeaderSize:n]); ok && (!found || m.txid > best.txid) && m.pageSize >= 1024 && m.pageSize&(m.pageSize-1) == 0 {
@@ -244,70 +248,112 @@ func (v *verifier) freelist(id uint64) error {
 	return nil
 }
 
-// tree checks the B+tree of one bucket from its root page.
-func (v *verifier) tree(id uint64, depth int) error {
+// tree checks the B+tree of one bucket from its root page, its keys in
+// order as bbolt's Check wants them: each page's keys ascending, and a
+// subtree's keys at least its branch key and below the next one (lo, hi;
+// nil for no bound). Keys out of order pass bbolt's reads, but its writes
+// on such a tree can make one that its own walk then fails on. It returns
+// the subtree's largest key.
+func (v *verifier) tree(id uint64, depth int, lo, hi []byte) ([]byte, error) {
 	if depth > maxDepth {
-		return damaged("page %d: the tree is deeper than %d levels", id, maxDepth)
+		return nil, damaged("page %d: the tree is deeper than %d levels", id, maxDepth)
 	}
 	b, err := v.page(id, flagBranch|flagLeaf, depth)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if le.Uint16(b[8:]) == flagLeaf {
-		return v.leaf(id, b, depth)
+		return v.leaf(id, b, depth, lo, hi)
 	}
+	// A cursor steps into a branch's first child without looking: an
+	// empty branch page sends it to whatever bytes follow the header.
 	count := int(le.Uint16(b[10:]))
-	if pageHeaderSize+count*elemSize > len(b) {
-		return damaged("page %d: %d elements overflow the page", id, count)
+	if count == 0 || pageHeaderSize+count*elemSize > len(b) {
+		return nil, damaged("page %d: a branch page of %d elements", id, count)
 	}
-	for i := range count {
+	key := func(i int) ([]byte, error) {
 		e := pageHeaderSize + i*elemSize
 		pos, ksize := int(le.Uint32(b[e:])), int(le.Uint32(b[e+4:]))
 		if e+pos+ksize > len(b) || ksize == 0 {
-			return damaged("page %d: key %d lies outside the page", id, i)
+			return nil, damaged("page %d: key %d lies outside the page", id, i)
 		}
-		if err := v.tree(le.Uint64(b[e+8:]), depth+1); err != nil {
-			return err
+		return b[e+pos : e+pos+ksize], nil
+	}
+	low := lo
+	var last []byte
+	for i := range count {
+		k, err := key(i)
+		if err != nil {
+			return nil, err
 		}
+		if err := inOrder(id, i, k, low, hi); err != nil {
+			return nil, err
+		}
+		next := hi
+		if i+1 < count {
+			if next, err = key(i + 1); err != nil {
+				return nil, err
+			}
+		}
+		if last, err = v.tree(le.Uint64(b[pageHeaderSize+i*elemSize+8:]), depth+1, k, next); err != nil {
+			return nil, err
+		}
+		low = last
+	}
+	return last, nil
+}
+
+// inOrder checks key i of page id against the key before it (or the
+// lower bound) and the upper bound.
+func inOrder(id uint64, i int, k, prev, hi []byte) error {
+	c := bytes.Compare(prev, k)
+	if prev != nil && (c > 0 || c == 0 && i > 0) || hi != nil && bytes.Compare(k, hi) >= 0 {
+		return damaged("page %d: key %d is out of order", id, i)
 	}
 	return nil
 }
 
 // leaf checks a leaf page's elements (b is the whole page, or an inline
-// bucket's page) and walks the buckets nested in it.
-func (v *verifier) leaf(id uint64, b []byte, depth int) error {
+// bucket's page) and walks the buckets nested in it; it returns the last key.
+func (v *verifier) leaf(id uint64, b []byte, depth int, lo, hi []byte) ([]byte, error) {
 	count := int(le.Uint16(b[10:]))
 	if pageHeaderSize+count*elemSize > len(b) {
-		return damaged("page %d: %d elements overflow the page", id, count)
+		return nil, damaged("page %d: %d elements overflow the page", id, count)
 	}
+	prev := lo
 	for i := range count {
 		e := pageHeaderSize + i*elemSize
 		flags, pos := le.Uint32(b[e:]), int(le.Uint32(b[e+4:]))
 		ksize, vsize := int(le.Uint32(b[e+8:])), int(le.Uint32(b[e+12:]))
 		end := e + pos + ksize + vsize
 		if end > len(b) || end < e+pos+ksize || ksize == 0 {
-			return damaged("page %d: element %d lies outside the page", id, i)
+			return nil, damaged("page %d: element %d lies outside the page", id, i)
 		}
+		k := b[e+pos : e+pos+ksize]
+		if err := inOrder(id, i, k, prev, hi); err != nil {
+			return nil, err
+		}
+		prev = k
 		if flags&flagBucket == 0 {
 			continue
 		}
 		val := b[e+pos+ksize : end]
 		if len(val) < bucketHdrSize {
-			return damaged("page %d: element %d: a bucket header of %d bytes", id, i, len(val))
+			return nil, damaged("page %d: element %d: a bucket header of %d bytes", id, i, len(val))
 		}
 		if root := le.Uint64(val); root != 0 {
-			if err := v.tree(root, depth+1); err != nil {
-				return err
+			if _, err := v.tree(root, depth+1, nil, nil); err != nil {
+				return nil, err
 			}
 			continue
 		}
 		inline := val[bucketHdrSize:]
 		if len(inline) < pageHeaderSize || le.Uint16(inline[8:]) != flagLeaf {
-			return damaged("page %d: element %d: a bad inline bucket", id, i)
+			return nil, damaged("page %d: element %d: a bad inline bucket", id, i)
 		}
-		if err := v.leaf(id, inline, depth+1); err != nil {
-			return err
+		if _, err := v.leaf(id, inline, depth+1, nil, nil); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return prev, nil
 }
