@@ -96,7 +96,8 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 			log.Info("stopping: the interrupted cycle resumes on the next start")
 			return exitOK
 		}
-		if se := (*frontier.StoreError)(nil); errors.As(err, &se) {
+		var storeErr *frontier.StoreError
+		if errors.As(err, &storeErr) {
 			// A state store that cannot record (a full disk, damage) stays
 			// so until someone acts: retrying would only fail again.
 			log.Error("cycle failed: the service stops", "err", err)
