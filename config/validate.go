@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/crawlspace/crawlspace/frontier"
 )
 
 var (
@@ -354,6 +356,9 @@ func (k *checker) source(i int) {
 	}
 	for j, u := range s.StartURLs {
 		k.url(indexPath(at("start_urls"), j), u, s.Schemes)
+		if len(u) > frontier.MaxURLLength {
+			k.errorf(indexPath(at("start_urls"), j), "is %d bytes, longer than the state store holds (%d)", len(u), frontier.MaxURLLength)
+		}
 	}
 	for j, u := range s.Sitemaps {
 		k.url(indexPath(at("sitemaps"), j), u, []string{"http", "https"})
@@ -377,7 +382,8 @@ func (k *checker) source(i int) {
 	// 0 is no limit; a link or path deeper than 1000 is a trap, not a site.
 	k.between(at("max_link_depth"), int64(s.MaxLinkDepth), 0, 1000)
 	k.between(at("max_path_depth"), int64(s.MaxPathDepth), 0, 1000)
-	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, 1<<20)
+	// The state store must be able to hold every URL the crawl space allows.
+	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, frontier.MaxURLLength)
 	for j, q := range s.HonoredQueryParams {
 		qp := indexPath(at("honored_query_params"), j)
 		if k.nonEmpty(qp, q) && strings.ContainsAny(q, "=&?# ") {

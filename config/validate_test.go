@@ -84,7 +84,7 @@ func TestSourcesAreValidated(t *testing.T) {
 			"sitemap_limits: {max_bytes: 0, max_urls: 0, max_depth: -1}"), []string{
 			`c.yaml:4:21: sources[0].max_link_depth: must be between 0 and 1000, got -1`,
 			`c.yaml:5:21: sources[0].max_path_depth: must be between 0 and 1000, got -2`,
-			`c.yaml:6:21: sources[0].max_url_length: must be between 16 and 1048576, got 15`,
+			`c.yaml:6:21: sources[0].max_url_length: must be between 16 and 32000, got 15`,
 			`c.yaml:7:41: sources[0].politeness.max_parallel_per_host: must be between 1 and 64, got 0`,
 			`c.yaml:8:27: sources[0].max_temporary_errors: must be between 1 and 1000, got 0`,
 			`c.yaml:9:33: sources[0].sitemap_limits.max_bytes: must be between 1 and 256MiB, got 0`,
@@ -98,6 +98,12 @@ func TestSourcesAreValidated(t *testing.T) {
 			`c.yaml:4:61: sources[0].budget.max_hosts: must be between 1 and 1000000, got 1000001`,
 			`c.yaml:5:28: sources[0].budget.max_pages_per_cycle: must be between 1 and 1000000000, got 1000000001`,
 			`c.yaml:5:70: sources[0].budget.max_pages_per_host_per_cycle: must be between 1 and 1000000000, got 0`,
+		}},
+		{"max_url_length past what the state store holds", src("max_url_length: 32001"), []string{
+			`c.yaml:4:21: sources[0].max_url_length: must be between 16 and 32000, got 32001`,
+		}},
+		{"a start URL longer than the state store holds", "sources:\n  - name: a\n    start_urls: [http://example.org/" + strings.Repeat("x", 32000) + "]\n", []string{
+			`c.yaml:3:18: sources[0].start_urls[0]: is 32019 bytes, longer than the state store holds (32000)`,
 		}},
 		{"enums", src("orphans: forget", "extraction: {title_order: [title, h2, title]}"), []string{
 			`c.yaml:4:14: sources[0].orphans: "forget" is not one of keep, recheck, delete`,

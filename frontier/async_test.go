@@ -81,7 +81,7 @@ func TestNextIsNotDoneWhileAnAsynchronousOutcomeIsBeingFinished(t *testing.T) {
 	}
 }
 
-func TestCompleteAsyncThatCannotBeStoredQueuesTheURLAgain(t *testing.T) {
+func TestCompleteAsyncThatCannotBeStoredHoldsTheURLUntilTheNextCycle(t *testing.T) {
 	f := openTest(t, "", Options{Policy: policy(1, 0)})
 	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start})
 	l := mustLease(t, f)
@@ -97,8 +97,15 @@ func TestCompleteAsyncThatCannotBeStoredQueuesTheURLAgain(t *testing.T) {
 	if r := mustGet(t, f, "http://a.example/"); r.State != Waiting {
 		t.Errorf("state after a failed outcome: %s, want waiting", r.State)
 	}
+	// Not leased again at once: it would only fail again, as fast as the host allows.
+	if l, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
+		t.Fatalf("Next after a failed outcome = %v, %v; want ErrDone", l, err)
+	}
+	if _, err := f.BeginCycle(); err != nil {
+		t.Fatal(err)
+	}
 	if l := mustLease(t, f); l.Item().URL != "http://a.example/" {
-		t.Errorf("leased %s, want the URL again", l.Item().URL)
+		t.Errorf("leased %s in the next cycle, want the URL again", l.Item().URL)
 	}
 }
 

@@ -136,8 +136,12 @@ func (f *Frontier) Usage(source string) (Usage, error) {
 		return Usage{}, ErrClosed
 	}
 	var u Usage
-	err := f.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketBudget).Get(sourceKey(nil, source))
+	err := f.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBudget)
+		if b == nil {
+			return nil // a store older than budgets, opened read-only
+		}
+		v := b.Get(sourceKey(nil, source))
 		if v == nil {
 			return nil
 		}
@@ -156,8 +160,12 @@ func (f *Frontier) HostUsage(source, host string) (HostUsage, bool, error) {
 		u     HostUsage
 		found bool
 	)
-	err := f.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketBudget).Get(hostKey(nil, source, host))
+	err := f.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBudget)
+		if b == nil {
+			return nil
+		}
+		v := b.Get(hostKey(nil, source, host))
 		if v == nil {
 			return nil
 		}
@@ -175,9 +183,13 @@ func (f *Frontier) HostUsages(source string) ([]HostUsage, error) {
 		return nil, ErrClosed
 	}
 	var out []HostUsage
-	err := f.db.View(func(tx *bolt.Tx) error {
+	err := f.view(func(tx *bolt.Tx) error {
 		prefix := hostKey(nil, source, "")
-		c := tx.Bucket(bucketBudget).Cursor()
+		b := tx.Bucket(bucketBudget)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			u := HostUsage{Host: string(k[len(prefix):])}
 			if err := decodeHostUsage(v, &u); err != nil {

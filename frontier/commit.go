@@ -1,6 +1,8 @@
 package frontier
 
 import (
+	"errors"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -41,6 +43,9 @@ type finished struct {
 // write runs fn in a durable write transaction and returns once it is
 // committed (or failed).
 func (f *Frontier) write(fn func(*bolt.Tx) error) error {
+	if err := f.refuseWrites(); err != nil {
+		return err
+	}
 	o := &op{fn: fn, done: make(chan error, 1)}
 	f.closeMu.RLock()
 	if f.closed {
@@ -56,6 +61,9 @@ func (f *Frontier) write(fn func(*bolt.Tx) error) error {
 // after is called with its outcome once it is committed (or failed). It
 // waits only while maxAsync changes are outstanding.
 func (f *Frontier) submit(fn func(*bolt.Tx) error, after func(error)) error {
+	if err := f.refuseWrites(); err != nil {
+		return err
+	}
 	f.asyncSlots <- struct{}{}
 	f.closeMu.RLock()
 	if f.closed {
@@ -65,6 +73,18 @@ func (f *Frontier) submit(fn func(*bolt.Tx) error, after func(error)) error {
 	}
 	f.ops <- &op{fn: fn, after: after}
 	f.closeMu.RUnlock()
+	return nil
+}
+
+// refuseWrites is why no change can be made: the store is broken or
+// read-only.
+func (f *Frontier) refuseWrites() error {
+	if se := f.broken.Load(); se != nil {
+		return se
+	}
+	if f.readOnly {
+		return errReadOnly
+	}
 	return nil
 }
 
@@ -141,9 +161,19 @@ const (
 	lingerOps = 48
 )
 
+// commit runs batch in one transaction. A change that fails by itself (a
+// refused edit, a key bbolt will not take) fails alone: the others are
+// tried again without it. A failure of the store itself (the commit cannot
+// be written, a damaged page) fails every change and breaks the store.
 func (f *Frontier) commit(batch []*op) {
+	if se := f.broken.Load(); se != nil {
+		for _, o := range batch {
+			o.finish(f, se)
+		}
+		return
+	}
 	failed := -1
-	err := f.db.Update(func(tx *bolt.Tx) error {
+	err := f.writeTx(func(tx *bolt.Tx) error {
 		f.collectGarbage(tx)
 		for i, o := range batch {
 			if err := o.fn(tx); err != nil {
@@ -153,17 +183,53 @@ func (f *Frontier) commit(batch []*op) {
 		}
 		return nil
 	})
-	if err == nil || failed < 0 {
-		// Success, or the commit itself failed: every op shares the outcome.
-		for _, o := range batch {
-			o.finish(f, err)
+	switch damage := errors.Is(err, errDamaged) || errors.Is(err, errCorrupt); {
+	case err == nil:
+	case failed < 0 || damage:
+		err = f.fail(err, damage)
+	default:
+		batch[failed].finish(f, err)
+		for i, o := range batch {
+			if i != failed {
+				f.commit([]*op{o})
+			}
 		}
 		return
 	}
-	batch[failed].finish(f, err)
-	for i, o := range batch {
-		if i != failed {
-			o.finish(f, f.db.Update(o.fn))
-		}
+	for _, o := range batch {
+		o.finish(f, err)
 	}
+}
+
+// writeTx runs fn in a write transaction and commits it, as bolt.DB.Update
+// does, except on damage. bbolt rolls a write transaction back by
+// rebuilding its freelist, and with NoFreelistSync that is a walk of the
+// whole store on a goroutine of its own, where a damaged page panics out
+// of reach of any recover. So a transaction that met damage (a panic on a
+// page, a fault reading the mapped file, a corrupt record) is left open,
+// with the store broken: its write lock only keeps out writes that would
+// be refused anyway, and Close leaves the file to the process's exit.
+func (f *Frontier) writeTx(fn func(*bolt.Tx) error) (err error) {
+	tx, err := f.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged("%v", r)
+			if tx.DB() != nil {
+				f.stuck.Store(true)
+			}
+		}
+	}()
+	if err := fn(tx); err != nil {
+		if errors.Is(err, errCorrupt) || errors.Is(err, errDamaged) {
+			f.stuck.Store(true)
+			return err
+		}
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

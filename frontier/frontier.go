@@ -21,8 +21,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +87,10 @@ type Options struct {
 	// callers of Add, Exclude, Next and Complete and from the frontier's own
 	// goroutine: it must be fast and must not call the Frontier.
 	OnBudget func(OverBudget)
+	// ReadOnly opens an existing store for reading only (status): it works
+	// on a read-only file system or without write permission, shares the
+	// store with other readers, and every change returns an error.
+	ReadOnly bool
 }
 
 // DefaultBoltOptions are the bbolt settings Open uses. Syncs stay on (a
@@ -107,12 +109,14 @@ func DefaultBoltOptions() *bolt.Options {
 
 // Frontier is the store and scheduler. Its methods are safe for concurrent use.
 type Frontier struct {
-	db      *bolt.DB
-	policy  func(string) HostPolicy
-	now     func() time.Time
-	cycle   atomic.Uint64
-	histLen int
-	seen    *seenSet
+	db       *bolt.DB
+	dir      string
+	readOnly bool
+	policy   func(string) HostPolicy
+	now      func() time.Time
+	cycle    atomic.Uint64
+	histLen  int
+	seen     *seenSet
 	// budgets and onBudget are Options.Budgets and OnBudget.
 	budgets  map[string]Budget
 	onBudget func(OverBudget)
@@ -126,6 +130,12 @@ type Frontier struct {
 	asyncSlots    chan struct{}
 	finished      chan finished
 	finisherDone  chan struct{}
+
+	// broken is the failure that made the store unusable (see StoreError),
+	// and brokenCh is closed when it is set, waking Next.
+	broken   atomic.Pointer[StoreError]
+	brokenCh chan struct{}
+	stuck    atomic.Bool // a write transaction was left open on damage
 
 	// mu guards the scheduling state below. It is never held while waiting
 	// for a write transaction, and write transactions take it only briefly,
@@ -149,27 +159,23 @@ type Frontier struct {
 	pages    map[pageKey]*pageUse
 	heldBack bool
 	notes    []OverBudget
+	// held are leases whose outcome could not be recorded: their URLs stay
+	// out of reach until the next cycle (see Lease.holdLocked).
+	held []*Lease
 }
 
-// Open opens or creates the store in dir.
+// Open opens or creates the store in dir. A store that is damaged (an
+// empty or truncated file, a page that is not what it should be) is a
+// *StoreError with Corrupt set, never taken for a new crawl.
 func Open(dir string, opt Options) (*Frontier, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, err
-	}
-	bo := opt.Bolt
-	if bo == nil {
-		bo = DefaultBoltOptions()
-	}
-	path := filepath.Join(dir, "frontier.db")
-	db, err := bolt.Open(path, 0o600, bo)
+	db, err := openDB(dir, opt)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("frontier: %s is in use by another process", path)
-		}
-		return nil, fmt.Errorf("frontier: %w", err)
+		return nil, err
 	}
 	f := &Frontier{
 		db:            db,
+		dir:           dir,
+		readOnly:      opt.ReadOnly,
 		policy:        opt.Policy,
 		now:           opt.Now,
 		histLen:       opt.History,
@@ -182,6 +188,7 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		asyncSlots:    make(chan struct{}, maxAsync),
 		finished:      make(chan finished, maxAsync),
 		finisherDone:  make(chan struct{}),
+		brokenCh:      make(chan struct{}),
 		hosts:         make(map[string]*host),
 		leases:        make(map[string]*Lease),
 		wake:          make(chan struct{}),
@@ -203,8 +210,11 @@ func Open(dir string, opt Options) (*Frontier, error) {
 }
 
 func (f *Frontier) init() error {
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory, bucketLinks} {
+	if f.readOnly {
+		return f.checkFormat()
+	}
+	err := f.check(f.writeTx(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -219,25 +229,61 @@ func (f *Frontier) init() error {
 			if err := m.Put(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion)); err != nil {
 				return err
 			}
-		} else if len(v) != 8 || binary.BigEndian.Uint64(v) != formatVersion {
-			return fmt.Errorf("frontier: unsupported store format %x", v)
+		} else if err := checkFormat(v); err != nil {
+			return err
 		}
 		if v := m.Get(keyCycle); len(v) == 8 {
 			f.cycle.Store(binary.BigEndian.Uint64(v))
 		}
 		return nil
-	})
+	}))
 	if err != nil {
+		if _, ok := err.(*StoreError); !ok {
+			err = fmt.Errorf("state store %s: %w", f.dir, err)
+		}
 		return err
 	}
 	return f.rebuild()
+}
+
+var allBuckets = [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory, bucketLinks}
+
+func checkFormat(v []byte) error {
+	if len(v) != 8 || binary.BigEndian.Uint64(v) != formatVersion {
+		return fmt.Errorf("frontier: unsupported store format %x", v)
+	}
+	return nil
+}
+
+// checkFormat checks, for a read-only Open, what init would create: a store
+// without every bucket was never opened for writing by this version.
+func (f *Frontier) checkFormat() error {
+	err := f.view(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("bucket %q is missing: open it once with any command that writes (crawl, clear-errors)", name)
+			}
+		}
+		m := tx.Bucket(bucketMeta)
+		if err := checkFormat(m.Get(keyFormat)); err != nil {
+			return err
+		}
+		f.cycle.Store(readCycle(tx))
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(*StoreError); !ok {
+			err = fmt.Errorf("state store %s: %w", f.dir, err)
+		}
+	}
+	return err
 }
 
 // rebuild finds the hosts with queued URLs: one seek per non-empty
 // (host, level) queue, not a scan of the queue.
 func (f *Frontier) rebuild() error {
 	now := f.now()
-	return f.db.View(func(tx *bolt.Tx) error {
+	return f.view(func(tx *bolt.Tx) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		defer f.signal()
@@ -245,7 +291,7 @@ func (f *Frontier) rebuild() error {
 		var seek [qkeyLen]byte
 		for k, v := c.First(); k != nil; {
 			if len(k) != qkeyLen {
-				return fmt.Errorf("frontier: corrupt queue key %x", k)
+				return fmt.Errorf("%w: queue key %x", errCorrupt, k)
 			}
 			id, lvl, _ := parseQKey(k)
 			key := HostKey(string(v))
@@ -288,8 +334,13 @@ func (f *Frontier) Close() error {
 	f.garbage = nil
 	f.mu.Unlock()
 	var err error
-	if len(g) > 0 {
-		err = f.db.Update(func(tx *bolt.Tx) error { deleteKeys(tx, g); return nil })
+	if len(g) > 0 && !f.readOnly && f.broken.Load() == nil {
+		err = f.check(f.writeTx(func(tx *bolt.Tx) error { deleteKeys(tx, g); return nil }))
+	}
+	if f.stuck.Load() {
+		// A write transaction was left open on damage (see writeTx):
+		// closing would wait for it forever.
+		return f.failure()
 	}
 	return errors.Join(err, f.db.Close())
 }
@@ -313,6 +364,7 @@ func (f *Frontier) BeginCycle() (uint64, error) {
 		return 0, err
 	}
 	f.cycle.Store(n)
+	f.releaseHeld()
 	f.mu.Lock()
 	clear(f.pages)
 	held := f.heldBack
@@ -357,8 +409,8 @@ func (it *Item) validate() error {
 	switch {
 	case HostKey(it.URL) == "":
 		return fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
-	case len(it.URL) > bolt.MaxKeySize:
-		return fmt.Errorf("frontier: URL of %d bytes is too long", len(it.URL))
+	case len(it.URL) > MaxURLLength:
+		return fmt.Errorf("frontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), MaxURLLength)
 	case it.Class >= numClasses:
 		return fmt.Errorf("frontier: %s: bad class %d", it.URL, it.Class)
 	case it.Shift < MinShift || it.Shift > MaxShift:
@@ -629,7 +681,7 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 		rec   Record
 		found bool
 	)
-	err := f.db.View(func(tx *bolt.Tx) error {
+	err := f.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketURLs).Get([]byte(url))
 		if v == nil {
 			return nil
@@ -641,7 +693,7 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 		return Record{}, false, err
 	}
 	f.mu.Lock()
-	if l := f.leases[url]; l != nil && !l.claim {
+	if f.leases[url].inFlight() {
 		rec.State = InFlight
 	}
 	f.mu.Unlock()
@@ -849,7 +901,7 @@ func (f *Frontier) GetMeta(key string) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	var out []byte
-	err := f.db.View(func(tx *bolt.Tx) error {
+	err := f.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketKV).Get([]byte(key)); v != nil {
 			out = append([]byte{}, v...)
 		}

@@ -151,7 +151,7 @@ func (f *Frontier) History(url string) ([]Event, error) {
 		return nil, ErrClosed
 	}
 	var out []Event
-	err := f.db.View(func(tx *bolt.Tx) error {
+	err := f.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketHistory)
 		if b == nil {
 			return nil

@@ -95,7 +95,7 @@ func (f *Frontier) Links(key string) ([]uint64, bool, error) {
 		out   []uint64
 		found bool
 	)
-	err := f.db.View(func(tx *bolt.Tx) error {
+	err := f.view(func(tx *bolt.Tx) error {
 		var k [8]byte
 		binary.BigEndian.PutUint64(k[:], LinkKey(key))
 		v := tx.Bucket(bucketLinks).Get(k[:])
@@ -152,7 +152,7 @@ func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
 		}
 	}
 	for len(stack) > 0 {
-		err := f.db.View(func(tx *bolt.Tx) error {
+		err := f.view(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketLinks)
 			var key [8]byte
 			for n := 0; n < reachChunk && len(stack) > 0; n++ {

@@ -31,7 +31,7 @@ func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
 	for {
 		recs = recs[:0]
 		more := false
-		err := f.db.View(func(tx *bolt.Tx) error {
+		err := f.view(func(tx *bolt.Tx) error {
 			u := tx.Bucket(bucketURLs)
 			b := u
 			if index != nil {
@@ -67,7 +67,7 @@ func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
 		}
 		f.mu.Lock()
 		for i := range recs {
-			if l := f.leases[recs[i].URL]; l != nil && !l.claim {
+			if l := f.leases[recs[i].URL]; l.inFlight() {
 				recs[i].State = InFlight
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -266,6 +267,8 @@ type Lease struct {
 	// A claim is a placeholder in Frontier.leases for a change in progress.
 	claim bool
 	refs  int
+	// held: the outcome could not be recorded (see holdLocked).
+	held bool
 
 	// The request made for the lease, for the history (see Fetched).
 	bytes int64
@@ -274,6 +277,10 @@ type Lease struct {
 	// The page counts the lease reserved a request of (see overPages).
 	su, hu *pageUse
 }
+
+// inFlight says whether l is a lease a worker holds: not a claim, and not
+// a URL held back after a failed outcome (Waiting on disk, and shown so).
+func (l *Lease) inFlight() bool { return l != nil && !l.claim && !l.held }
 
 // Item is the leased URL as it was queued.
 func (l *Lease) Item() Item { return l.rec.Item }
@@ -309,7 +316,9 @@ func (f *Frontier) TryNext() (*Lease, time.Duration, error) {
 
 // Next returns the next URL to fetch, waiting until a host is ready. It
 // returns ErrDone when nothing is waiting and nothing is in flight, ctx's
-// error when ctx ends, ErrClosed when the Frontier is closed.
+// error when ctx ends, ErrClosed when the Frontier is closed, and the
+// *StoreError once the store is broken: what cannot be recorded is not
+// fetched.
 func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 	var timer *time.Timer
 	defer func() {
@@ -354,6 +363,7 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 		case <-tick:
 		case <-f.quit:
 			return nil, ErrClosed
+		case <-f.brokenCh:
 		}
 	}
 }
@@ -361,9 +371,12 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 // tryNextLocked returns a lease, or how long to wait, or more: it passed
 // over a chunk of URLs held back by a page limit and should be called again
 // once the lock has been let go.
-func (f *Frontier) tryNextLocked() (_ *Lease, _ time.Duration, more bool, _ error) {
+func (f *Frontier) tryNextLocked() (l *Lease, wait time.Duration, more bool, err error) {
 	if f.shut.Load() {
 		return nil, 0, false, ErrClosed
+	}
+	if se := f.broken.Load(); se != nil {
+		return nil, 0, false, se
 	}
 	now := f.now()
 	for len(f.timers) > 0 && !f.timers[0].readyAt.After(now) {
@@ -375,6 +388,13 @@ func (f *Frontier) tryNextLocked() (_ *Lease, _ time.Duration, more bool, _ erro
 			tx.Rollback()
 		}
 	}()
+	// pop reads the mapped file: a damaged page panics in bbolt (see guard).
+	defer func() {
+		if r := recover(); r != nil {
+			l, wait, more, err = nil, 0, false, f.fail(damaged("%v", r), true)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	for f.ready.n > 0 {
 		h := f.ready.head
 		if tx == nil {
@@ -385,7 +405,7 @@ func (f *Frontier) tryNextLocked() (_ *Lease, _ time.Duration, more bool, _ erro
 		}
 		l, more, err := f.pop(tx, h)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, false, f.check(err)
 		}
 		if more {
 			f.unplace(h) // its turn is over
@@ -428,7 +448,7 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *Lease, more bool, _ error) {
 		k, v := c.Seek(putQKey(seek[:0], h.id, s.level, s.last+1))
 		for ; k != nil; k, v = c.Next() {
 			if len(k) != qkeyLen {
-				return nil, false, fmt.Errorf("frontier: corrupt queue key %x", k)
+				return nil, false, fmt.Errorf("%w: queue key %x", errCorrupt, k)
 			}
 			id, lvl, seq := parseQKey(k)
 			if id != h.id || lvl != s.level {
@@ -565,14 +585,22 @@ type Refused struct {
 // Complete durably records the outcome of a lease, frees the host's slot
 // and starts its delay. Fetched resets ErrCount and TempErrCount, Error
 // counts one more permanent error and resets TempErrCount, Waiting counts
-// one more temporary error. If the write fails the lease is still held:
-// Complete may be retried, or the lease released.
+// one more temporary error. An outcome that cannot be recorded (refused by
+// its checks, or a store that cannot write) ends the lease all the same and
+// holds the URL back: it stays Waiting on disk and is not leased again
+// until the next cycle or the next Open, since fetching it again at once
+// would only fail to record it again.
 func (l *Lease) Complete(o Outcome) error {
+	if l.done {
+		return errLeaseDone
+	}
 	c, err := l.completion(&o)
 	if err != nil {
+		l.abandon(&o)
 		return err
 	}
 	if err := l.f.write(c.fn); err != nil {
+		l.abandon(&o)
 		return err
 	}
 	c.q.remember()
@@ -594,13 +622,18 @@ func (l *Lease) Complete(o Outcome) error {
 // next lease while the disk catches up, and many outcomes share each commit.
 // The URL stays leased until done is called, after the commit, with nil, or
 // with the error that kept the outcome from the store; the URL is then
-// queued again, as after Release. done runs on the frontier's own goroutine,
-// one call at a time: it must not call CompleteAsync. Next reports ErrDone
-// only after every done has returned. An error returned by CompleteAsync
-// itself leaves the lease held, as Complete does.
+// held back as after a failed Complete. done runs on the frontier's own
+// goroutine, one call at a time: it must not call CompleteAsync. Next
+// reports ErrDone only after every done has returned. An error returned by
+// CompleteAsync itself (the outcome was refused, or the store is broken or
+// closed) ends the lease as well, and done is not called.
 func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
+	if l.done {
+		return errLeaseDone
+	}
 	c, err := l.completion(&o)
 	if err != nil {
+		l.abandon(&o)
 		return err
 	}
 	f := l.f
@@ -616,7 +649,7 @@ func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
 		if err == nil {
 			c.finishLocked(l)
 		} else {
-			l.giveBackLocked()
+			l.holdLocked()
 		}
 		f.mu.Unlock()
 		if err == nil {
@@ -629,9 +662,8 @@ func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
 		f.mu.Unlock()
 	})
 	if err != nil {
-		// The frontier is closing: give the URL back, as Release would.
 		f.mu.Lock()
-		l.giveBackLocked()
+		l.holdLocked()
 		f.working--
 		f.signal()
 		f.mu.Unlock()
@@ -653,9 +685,6 @@ type completion struct {
 }
 
 func (l *Lease) completion(o *Outcome) (*completion, error) {
-	if l.done {
-		return nil, errLeaseDone
-	}
 	switch o.State {
 	case Fetched, Waiting:
 	case Error, Excluded:
@@ -825,6 +854,48 @@ func (l *Lease) giveBackLocked() {
 	l.unreserve(false)
 	delete(l.f.leases, l.rec.URL)
 	l.f.rewind(l.h, l.level, l.seq, l.f.now())
+}
+
+// abandon ends a lease whose outcome was not recorded: the host's slot is
+// freed (its delay starts: the request was made) and the URL held back.
+func (l *Lease) abandon(o *Outcome) {
+	f := l.f
+	c := completion{now: f.now(), pol: f.policyFor(l.h.key)}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l.done = true
+	l.freeSlotLocked(o, &c)
+	l.holdLocked()
+	f.working--
+	f.signal()
+}
+
+// holdLocked keeps a URL whose outcome could not be recorded out of reach
+// of Next: its lease stays in f.leases, so pop passes over its queue entry
+// and changes treat it as leased, until the next cycle (releaseHeld). On
+// disk it is still Waiting, so the next Open queues it as well.
+func (l *Lease) holdLocked() {
+	l.held = true
+	l.f.held = append(l.f.held, l)
+}
+
+// releaseHeld gives back the URLs held in the cycle that ended.
+func (f *Frontier) releaseHeld() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	for _, l := range f.held {
+		delete(f.leases, l.rec.URL)
+		// The host may have been dropped since: it has no work in memory.
+		h := f.hosts[l.h.key]
+		if h == nil {
+			h = f.newHost(l.h.key)
+			h.id = l.h.id
+		}
+		f.rewind(h, l.level, l.seq, now)
+	}
+	f.held = nil
+	f.signal()
 }
 
 // claims hold Waiting URLs an op is changing, so that TryNext does not lease

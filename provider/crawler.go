@@ -93,7 +93,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
 		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 	if err != nil {
-		return nil, fmt.Errorf("state store %s: %w", cfg.StateDir, err)
+		return nil, err // it names the state store
 	}
 	c.front = front
 	c.acks = newAckQueue(c.acknowledge)

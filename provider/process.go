@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gocolly/colly/v2"
 
@@ -269,6 +270,7 @@ func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, o
 		}
 		items = append(items, frontier.Item{URL: u, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
 	}
+	c.reportUnstorable(&refused)
 	fd := &frontier.Found{Links: items}
 	for reason, items := range refused.byReason {
 		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: refused.rule[reason], Items: items})
@@ -291,23 +293,67 @@ func (c *Crawler) reportRefused(fd *frontier.Found) {
 type refusals struct {
 	byReason map[rules.Reason][]frontier.Item
 	rule     map[rules.Reason]string // one deciding rule per reason, for the report's examples
+	// unstorable are refused URLs longer than the store can record (any
+	// over-long URL is refused: url_too_long at the latest): they are
+	// counted and reported, never stored.
+	unstorable map[uint64]unstorable
+}
+
+type unstorable struct {
+	source, url string
+	reason      rules.Reason
+	rule        string
 }
 
 func (r *refusals) add(to *rules.Source, u string, depth int, d rules.Decision) {
-	if r.byReason == nil {
-		r.byReason, r.rule = map[rules.Reason][]frontier.Item{}, map[rules.Reason]string{}
-	}
 	name := ""
 	if to != nil {
 		name = to.Name
+	}
+	if len(u) > frontier.MaxURLLength {
+		if r.unstorable == nil {
+			r.unstorable = map[uint64]unstorable{}
+		}
+		r.unstorable[frontier.LinkKey(u)] = unstorable{name, u, d.Reason, d.Rule}
+		return
+	}
+	if r.byReason == nil {
+		r.byReason, r.rule = map[rules.Reason][]frontier.Item{}, map[rules.Reason]string{}
 	}
 	r.byReason[d.Reason] = append(r.byReason[d.Reason], frontier.Item{URL: u, Source: name, Depth: depth})
 	r.rule[d.Reason] = d.Rule
 }
 
+// reportUnstorable counts the refused URLs too long to store, once per page
+// or sitemap that lists them: the store cannot remember them across pages.
+// The example is cut short, so a report never carries a 40 KB URL.
+func (c *Crawler) reportUnstorable(r *refusals) {
+	for _, u := range r.unstorable {
+		detail := fmt.Sprintf("%d bytes, more than the state store holds (%d)", len(u.url), frontier.MaxURLLength)
+		if u.rule != "" {
+			detail = u.rule + ": " + detail
+		}
+		c.report.ReasonN(u.source, shortURL(u.url), string(u.reason), detail, 1)
+	}
+}
+
+// shortURL cuts a URL to a length fit for a report or a log line.
+func shortURL(u string) string {
+	const keep = 200
+	if len(u) <= keep {
+		return u
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(u[cut]) {
+		cut--
+	}
+	return u[:cut] + "…"
+}
+
 // recordRefusals stores refused URLs as Excluded with their reason and
 // counts those seen for the first time, so the report counts URLs, not links.
 func (c *Crawler) recordRefusals(r *refusals) {
+	c.reportUnstorable(r)
 	for reason, items := range r.byReason {
 		n, err := c.front.Exclude(string(reason), items...)
 		if err != nil {
@@ -513,21 +559,24 @@ func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *sourc
 // complete records an outcome and, once it is stored, performs its sink
 // write, so the acknowledgement always finds the write recorded as pending.
 // The worker does not wait for the store: the frontier calls back after the
-// commit. An outcome that cannot be stored is logged and its URL queued
-// again rather than lost, and the sink write is not made.
+// commit. An outcome that cannot be stored is logged and counted
+// (record_failed), its sink write is not made, and the frontier holds its
+// URL back until the next cycle: fetching it again at once would only fail
+// again. A store that cannot write at all stops the crawl (Next reports it).
 func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) {
 	linksGone(&o, lease.Record())
 	if w != nil {
 		o.History = append(o.History, sentEvent(w))
 	}
 	it := lease.Item()
-	logFailure := func(err error) {
+	notRecorded := func(err error) {
 		c.log.Error("cannot record outcome", "url", it.URL, "source", it.Source,
-			"state", o.State.String(), "reason", o.Reason, "status", o.Status, "err", err)
+			"state", o.State.String(), "reason", reasonRecordFailed, "outcome", o.Reason, "status", o.Status, "err", err)
+		c.report.Reason(it.Source, it.URL, reasonRecordFailed, err.Error(), true)
 	}
 	err := lease.CompleteAsync(o, func(err error) {
 		if err != nil {
-			logFailure(err)
+			notRecorded(err)
 			return
 		}
 		if o.Found != nil {
@@ -538,10 +587,12 @@ func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) 
 		}
 	})
 	if err != nil {
-		logFailure(err)
-		lease.Release()
+		notRecorded(err)
 	}
 }
+
+// reasonRecordFailed counts the URLs whose outcome the state store did not take.
+const reasonRecordFailed = "record_failed"
 
 // write hands a recorded write to the sink. It runs on the frontier's
 // completion callback, so it waits on a full sink only while the crawl

@@ -43,6 +43,7 @@ import (
 	"sync/atomic"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -322,6 +323,10 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 	}
 	s.schemesRef = cfg.Ref(at("schemes"))
 	s.maxURLLen, s.maxURLLenRef = src.MaxURLLength, cfg.Ref(at("max_url_length"))
+	if s.maxURLLen <= 0 || s.maxURLLen > frontier.MaxURLLength {
+		// Whatever the config says, a URL the state store cannot hold is refused.
+		s.maxURLLen = frontier.MaxURLLength
+	}
 	s.followQuery, s.followQueryRef = config.Bool(src.FollowQueryStrings, true), cfg.Ref(at("follow_query_strings"))
 	s.maxPathDepth, s.maxPathRef = src.MaxPathDepth, cfg.Ref(at("max_path_depth"))
 	s.maxLinkDepth, s.maxLinkRef = src.MaxLinkDepth, cfg.Ref(at("max_link_depth"))

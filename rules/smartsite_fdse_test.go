@@ -4,6 +4,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
 )
 
 // Smartsite: "a visited url must match one of the configured start urls:
@@ -153,6 +156,25 @@ func TestFollowQueryStringsFalseRefusesURLsFoundWithAQuery(t *testing.T) {
 		if u, d := s.DecideFound(found, 1); u != found || !strings.HasSuffix(d.Rule, "sources[0].follow_query_strings") {
 			t.Errorf("honored %s: DecideFound refuses %q by %q, want the URL as found by follow_query_strings", honored, u, d.Rule)
 		}
+	}
+}
+
+func TestAURLLongerThanTheStateStoreHoldsIsRefusedWhateverMaxURLLengthSays(t *testing.T) {
+	cfg, err := config.Parse("crawl.yaml", []byte(source(`start_urls: ["http://site.example/"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://site.example/"
+	for _, limit := range []int{0, 1 << 20} { // unset, or past the bound validation enforces
+		cfg.Sources[0].MaxURLLength = limit
+		set, err := Compile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTable(t, set.Source("site"), []want{
+			{base + strings.Repeat("a", frontier.MaxURLLength-len(base)), true, ReasonNone},
+			{base + strings.Repeat("a", frontier.MaxURLLength+1-len(base)), false, ReasonURLTooLong},
+		})
 	}
 }
 

@@ -28,7 +28,7 @@ func runClearErrors(args []string) int {
 	}
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "crawlspace clear-errors: state store %s: %v\n", cfg.StateDir, err)
+		fmt.Fprintf(os.Stderr, "crawlspace clear-errors: %v\n", err)
 		return exitFailed
 	}
 	defer front.Close()

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
@@ -93,6 +95,13 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		if ctx.Err() != nil {
 			log.Info("stopping: the interrupted cycle resumes on the next start")
 			return exitOK
+		}
+		var storeErr *frontier.StoreError
+		if errors.As(err, &storeErr) {
+			// A state store that cannot record (a full disk, damage) stays
+			// so until someone acts: retrying would only fail again.
+			log.Error("cycle failed: the service stops", "err", err)
+			return exitFailed
 		}
 		if err != nil {
 			// A failed cycle (Elasticsearch down, say) is retried at the next

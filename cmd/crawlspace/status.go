@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -111,13 +113,23 @@ func runStatus(args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	front, err := frontier.Open(cfg.StateDir, frontier.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "crawlspace status: state store %s: %v (a running crawl holds it)\n", cfg.StateDir, err)
+	// Read-only: status works on a store it may not write (a read-only
+	// file system, no write permission) and never changes one.
+	front, err := frontier.Open(cfg.StateDir, frontier.Options{ReadOnly: true})
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		front = nil // no crawl has run: every source is empty
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
+	default:
+		defer front.Close()
 	}
-	defer front.Close()
 	if *one != "" {
+		if front == nil {
+			fmt.Fprintf(os.Stderr, "crawlspace status: %s is not in the state store (no crawl has run)\n", *one)
+			return exitFailed
+		}
 		return statusOfURL(os.Stdout, cfg, set, front, *one, *asJSON)
 	}
 	list, err := sourceStatuses(cfg, front)
@@ -137,12 +149,20 @@ func runStatus(args []string) int {
 	return exitOK
 }
 
+// sourceStatuses counts each source's URLs; a nil front is a store that
+// does not exist yet.
 func sourceStatuses(cfg *config.Config, front *frontier.Frontier) ([]sourceStatus, error) {
+	var out []sourceStatus
+	if front == nil {
+		for i := range cfg.Sources {
+			out = append(out, sourceStatus{Source: cfg.Sources[i].Name, States: map[string]int{}, Reasons: map[string]map[string]int{}})
+		}
+		return out, nil
+	}
 	snap, err := monitor.NewStates(front, cfg).Refresh()
 	if err != nil {
 		return nil, err
 	}
-	var out []sourceStatus
 	for i := range cfg.Sources {
 		sc := &cfg.Sources[i]
 		st := sourceStatus{Source: sc.Name, States: map[string]int{}, Reasons: map[string]map[string]int{}}
