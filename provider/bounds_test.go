@@ -16,10 +16,11 @@ const atMaxima = `
     max_age: 8760h
     max_link_depth: 1000
     max_path_depth: 1000
-    max_url_length: 1048576
+    max_url_length: 32000
     politeness: {delay: 1h, max_parallel_per_host: 64}
     extraction: {max_body_bytes: 16MiB}
     max_temporary_errors: 1000
+    budget: {max_urls: 1000000000, max_urls_per_host: 1000000000, max_hosts: 1000000, max_pages_per_cycle: 1000000000, max_pages_per_host_per_cycle: 1000000000}
     crawl_rules: [{match: {path: /}, priority: 2}]
 `
 
@@ -41,7 +42,7 @@ func TestConfigAtTheMaximaBuildsACrawlerThatCrawls(t *testing.T) {
 			// Shards and replicas stay what the one test node can hold: 1024
 			// shards and 64 replicas are Elasticsearch's to refuse, not ours.
 			cfg := parseConfig(t, fmt.Sprintf(`
-elasticsearch: {addresses: [%q], index: %s, shards: 1, replicas: 0, bulk_flush_bytes: 64MiB, bulk_flush_interval: 1h, bulk_workers: 64}
+elasticsearch: {addresses: [%q], index: %s, shards: 1, replicas: 0, bulk_flush_bytes: 64MiB, bulk_flush_interval: 1h, bulk_workers: 64, request_timeout: 10m}
 allow_private_networks: true
 fetch: %s
 sources:
