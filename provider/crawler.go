@@ -42,6 +42,8 @@ type Crawler struct {
 	observer Observer // set by SetObserver; each new report takes it
 
 	acks *ackQueue
+	// ackStoreFailed is set once acknowledgements met a broken store.
+	ackStoreFailed atomic.Bool
 	// writeCtx is the running crawl's context, for the sink writes made
 	// from completion callbacks: a crawl that stops stops waiting on the
 	// sink. Guarded by reportMu.
@@ -203,6 +205,15 @@ func (c *Crawler) acknowledge(acks []ack) {
 		}}
 	}
 	txErr := c.front.UpdateBatch(changes)
+	var broken *frontier.StoreError
+	if errors.As(txErr, &broken) {
+		// The store takes nothing more and the crawl stops on it; the writes
+		// stay pending on disk as they were. Said once, not per write.
+		if !c.ackStoreFailed.Swap(true) {
+			c.log.Error("cannot record index acknowledgements: they are sent again on the next start", "count", len(acks), "err", txErr)
+		}
+		return
+	}
 	for i, ch := range changes {
 		err := txErr
 		if err == nil {

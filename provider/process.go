@@ -645,7 +645,15 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 		return false, ""
 	}
 	if err != nil {
-		lease.Release()
+		if ctx.Err() != nil {
+			lease.Release() // stopping: the URL stays queued for the next start
+			return false, ""
+		}
+		// Nothing else is expected here, but a URL given straight back
+		// would be leased again at once: it waits its backoff instead.
+		rec := lease.Record()
+		c.temporary(lease, rec, src, temporaryError{reason: "robots_unavailable", cause: err.Error(),
+			until: time.Now().Add(backoff(rec.TempErrCount)), attempts: rec.TempErrCount + 1, noRequest: true})
 		return false, ""
 	}
 	if _, failing := c.robotsDown.Load(lease.HostKey()); failing {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/internal/tmpfs"
+	"github.com/crawlspace/crawlspace/provider"
+	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/sink"
 )
 
 // longURL is base + "/long/" padded with letters to exactly n bytes.
@@ -93,8 +97,22 @@ func TestAFullStateStoreStopsTheCrawlWithENOSPCAndFetchesNoURLTwice(t *testing.T
 		}
 	})
 	cfg, _ := testConfig(t, fmt.Sprintf("state_dir: %q\nfetch: {concurrency: 8}", stateDir), "politeness: {max_parallel_per_host: 8}", site.URL+"/")
-	c := crawlerFor(t, cfg)
-	_, err := c.Crawl(ctx)
+	set, err := rules.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_, err = c.Crawl(ctx)
+	// The writes whose acknowledgements the full store refused stay
+	// pending; one line says so, not one per write.
+	if n := strings.Count(log.String(), "cannot record index acknowledgement"); n > 1 {
+		t.Errorf("%d log lines about acknowledgements the store refused, want at most one", n)
+	}
 	requested := site.requested()
 	total := 0
 	for _, u := range requested {
