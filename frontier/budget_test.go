@@ -467,3 +467,33 @@ func BenchmarkNextCompleteParallelBudgeted(b *testing.B) {
 	nextCompleteParallel(b, Options{Policy: policy(4, 0),
 		Budgets: map[string]Budget{"bench": {URLs: never, URLsPerHost: never, Hosts: never, Pages: never, PagesPerHost: never}}})
 }
+
+// status opens a store read-only; one written before budgets has no counts
+// to read, which is no damage.
+func TestAStoreFromBeforeBudgetsOpenedReadOnlyReadsNoCountsAndNoDamage(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, f, urlsOf("a", 3)...)
+	f.Close()
+	db, err := bolt.Open(dir+"/frontier.db", 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketBudget) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	f = openTest(t, dir, Options{ReadOnly: true})
+	if u, err := f.Usage("s"); err != nil || u != (Usage{}) {
+		t.Errorf("Usage = %+v, %v; want no counts and no error", u, err)
+	}
+	if _, found, err := f.HostUsage("s", "http://a"); err != nil || found {
+		t.Errorf("HostUsage found %v, %v; want nothing and no error", found, err)
+	}
+	if hs, err := f.HostUsages("s"); err != nil || len(hs) != 0 {
+		t.Errorf("HostUsages = %v, %v; want none and no error", hs, err)
+	}
+}
