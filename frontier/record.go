@@ -274,6 +274,11 @@ func decodeRecord(url string, b []byte, r *Record, strs bool) error {
 	total := uint64(0)
 	for i := range lens {
 		lens[i] = d.uvarint()
+		// Each length checked alone first: damaged lengths could wrap
+		// their sum around to the bytes left and slice past them.
+		if lens[i] > uint64(len(b)) {
+			return errCorrupt
+		}
 		total += lens[i]
 	}
 	if d.err != nil {
