@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
+)
+
+// Options are a soak's parameters.
+type Options struct {
+	ES         string // the node's base URL; the service reaches it through the fault proxy
+	Crawlspace string // the crawlspace binary
+	Dir        string // the run's directory: config, state, logs
+	Index      string // the alias the service writes to; the soak deletes its indices at the end
+	Duration   time.Duration
+	Seed       uint64
+	Pages      int   // pages of the ordinary site at the start
+	BombSize   int64 // decoded bytes of each compression bomb
+	MaxRSSMB   int64 // bound on the service's peak RssAnon
+	MaxStateMB int64 // bound on the state directory at the end
+	ExitWithin time.Duration
+	Progress   io.Writer // a line per event of the soak; nil for none
+}
+
+// The service's settings the checks depend on.
+const (
+	requestTimeout   = 3 * time.Second // elasticsearch.request_timeout
+	fetchTimeout     = 4 * time.Second // fetch.timeout: the drips end here
+	trapMaxURLs      = 600             // the trap source's budget.max_urls
+	trapPagesPerCyle = 150             // the trap source's budget.max_pages_per_cycle
+	// The faults take at least faultShare percent of the run, the site's changes end at
+	// changeShare percent: the rest of the run is the fault-free, change-free end.
+	faultShare  = 40
+	changeShare = 50
+)
+
+// Result is what a soak found.
+type Result struct {
+	Checks  []check
+	Phases  []phaseRecord
+	Cycles  []cycle
+	Hosts   []hostResult
+	Changes []change
+	Memory  []memSample
+	Start   time.Time
+	Quiet   time.Time // the last site change or fault ended; nothing changed after
+	End     time.Time // SIGTERM sent
+
+	requests map[string][]request // by host
+}
+
+// Passed says whether every check passed.
+func (r *Result) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+// check is one line of the soak's verdict.
+type check struct {
+	Name    string
+	Pass    bool
+	Figures string
+}
+
+// change is one round of edits to the ordinary site.
+type change struct {
+	At                     time.Time
+	Edited, Added, Removed int
+}
+
+// hostResult is one host's requests, held to its politeness.
+type hostResult struct {
+	Name        string
+	MaxParallel int
+	Delay       time.Duration
+	politeness
+}
+
+// soak is one run in progress.
+type soak struct {
+	opts  Options
+	start time.Time
+	site  *site
+	haz   *hostileSites
+	hosts map[string]*host
+	proxy *faultproxy.Proxy
+	svc   *service
+}
+
+func (s *soak) logf(format string, args ...any) {
+	if s.opts.Progress != nil {
+		fmt.Fprintf(s.opts.Progress, "soak %s: %s\n", clock(time.Since(s.start)), fmt.Sprintf(format, args...))
+	}
+}
+
+// clock writes a duration as m:ss.
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// Run soaks the service: it serves the sites and the proxy, runs `crawlspace run` for
+// opts.Duration while it changes the ordinary site and drives the fault schedule through the
+// first part, waits for a cycle that began after the last change and fault to complete, stops
+// the service with SIGTERM, and checks what it left. An error means the soak could not be run;
+// a failed check is in the result.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	s := &soak{opts: opts, start: time.Now()}
+	s.site = newSite(opts.Pages, opts.Seed)
+	var err error
+	if s.haz, err = newHostileSites(opts.Seed, opts.BombSize); err != nil {
+		return nil, err
+	}
+	if s.hosts, err = startHosts(s.site, s.haz); err != nil {
+		return nil, err
+	}
+	hostsClosed := false
+	defer func() {
+		if !hostsClosed {
+			closeHosts(s.hosts)
+		}
+	}()
+	if s.proxy, err = faultproxy.New(opts.ES); err != nil {
+		return nil, err
+	}
+	defer s.proxy.Close()
+	cfg := filepath.Join(opts.Dir, "soak.yaml")
+	if err := os.WriteFile(cfg, []byte(s.config()), 0o644); err != nil {
+		return nil, err
+	}
+	s.start = time.Now()
+	if s.svc, err = startService(ctx, opts.Crawlspace, cfg, opts.Dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if s.svc.alive() {
+			s.svc.kill()
+		}
+	}()
+	go s.svc.watch()
+	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
+
+	res := &Result{Start: s.start}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // a service that dies ends the soak at once
+		select {
+		case <-s.svc.exited:
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	var wg sync.WaitGroup
+	var faultErr error
+	wg.Go(func() {
+		fr := &faultRunner{proxy: s.proxy, metrics: s.svc.scrape, capEach: 3 * time.Minute, tick: 250 * time.Millisecond}
+		phases := schedule(opts.Duration*faultShare/100, requestTimeout)
+		for i := range phases {
+			s.logf("fault phase %d of %d: %s, at least %v", i+1, len(phases), phases[i].Name, phases[i].Min.Round(time.Second))
+			rec, err := fr.one(runCtx, phases[i])
+			res.Phases = append(res.Phases, rec)
+			s.logf("  %s: %s", rec.Name, rec.Evidence)
+			if err != nil {
+				faultErr = err
+				break
+			}
+		}
+		s.proxy.Set(faultproxy.Fault{Mode: faultproxy.Pass})
+	})
+	wg.Go(func() { res.Changes = s.changeSite(runCtx) })
+	wg.Wait()
+	if faultErr != nil && !errors.Is(faultErr, context.Canceled) {
+		return nil, faultErr
+	}
+	res.Quiet = time.Now()
+	final := phaseRecord{Name: "pass, to the end", Start: res.Quiet}
+	s0 := s.proxy.Stats()
+	m0, _ := s.svc.scrape()
+
+	settled, settleFigures := s.settle(runCtx, res.Quiet)
+	stores, _ := s.svc.storeCounts()
+	stateBytes := dirSize(filepath.Join(opts.Dir, "state"))
+	res.End = time.Now()
+	exitAfter, stopErr := s.svc.stop(time.Minute)
+	final.Start, final.End = res.Quiet, res.End
+	s.finalPass(&final, s0, m0)
+	res.Phases = append(res.Phases, final)
+	closeHosts(s.hosts)
+	hostsClosed = true
+	s.logf("stopped: exit %d after %v", s.svc.exitCode(), exitAfter.Round(time.Millisecond))
+
+	s.svc.readReport() // the report of the cycle SIGTERM interrupted
+	res.Cycles = s.svc.cycleList()
+	res.requests = map[string][]request{}
+	for name, h := range s.hosts {
+		res.requests[name] = h.rec.requests()
+	}
+	c := &checker{soak: s, res: res, stores: stores, stateBytes: stateBytes}
+	c.settled(settled, settleFigures)
+	if err := c.index(); err != nil {
+		return nil, err
+	}
+	c.trap()
+	c.memory()
+	c.politeness()
+	c.faults()
+	c.exit(exitAfter, stopErr)
+	return res, nil
+}
+
+// finalPass measures the fault-free end of the run: requests must have passed.
+func (s *soak) finalPass(rec *phaseRecord, s0 faultproxy.Stats, m0 serviceMetrics) {
+	st := s.proxy.Stats()
+	rec.Requests, rec.Faulted, rec.Items = st.Requests-s0.Requests, st.Faulted-s0.Faulted, st.Items-s0.Items
+	rec.judge(faultproxy.Fault{Mode: faultproxy.Pass})
+}
+
+// changeSite edits, adds and removes articles a few times, from a tenth of the run to
+// changeShare percent of it, and returns what it did.
+func (s *soak) changeSite(ctx context.Context) []change {
+	d := s.opts.Duration
+	rounds := max(2, int(d/time.Minute)+1)
+	r := rand.New(rand.NewPCG(s.opts.Seed, 0x50a4))
+	var out []change
+	for i := range rounds {
+		at := s.start.Add(d/10 + time.Duration(i)*(d*(changeShare-10)/100)/time.Duration(rounds-1))
+		select {
+		case <-ctx.Done():
+			return out
+		case <-time.After(time.Until(at)):
+		}
+		n := s.site.counts().Articles
+		ch := change{At: time.Now(), Edited: max(3, n/20), Added: max(1, n/50), Removed: max(1, n/50)}
+		s.site.change(r, ch.Edited, ch.Added, ch.Removed)
+		out = append(out, ch)
+		s.logf("site change %d of %d: %d edited, %d added, %d removed", i+1, rounds, ch.Edited, ch.Added, ch.Removed)
+	}
+	return out
+}
+
+// settle waits until the run has lasted its duration and a cycle that began after quiet has
+// completed: that cycle saw the site as it is now, with every fault over.
+func (s *soak) settle(ctx context.Context, quiet time.Time) (bool, string) {
+	s.logf("waiting for a cycle that begins after the last change and fault to complete")
+	guard := time.After(10 * time.Minute)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var done *cycle
+	for {
+		if c, ok := s.svc.completedSince(quiet); ok && done == nil {
+			done = &c
+			s.logf("cycle begun at %s completed in %.1fs", clock(c.Started.Sub(s.start)), c.Finished.Sub(c.Started).Seconds())
+		}
+		if done != nil && time.Since(s.start) >= s.opts.Duration {
+			return true, fmt.Sprintf("cycle begun %s after the last change or fault completed in %.1fs",
+				done.Started.Sub(quiet).Round(time.Second), done.Finished.Sub(done.Started).Seconds())
+		}
+		select {
+		case <-ctx.Done():
+			return false, "the service ended before a cycle after the last change completed"
+		case <-guard:
+			return false, "no cycle begun after the last change or fault completed within 10 minutes"
+		case <-t.C:
+		}
+	}
+}
+
+// dirSize is the bytes of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
