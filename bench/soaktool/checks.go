@@ -236,11 +236,47 @@ func (c *checker) memory() {
 	c.add("memory bounded", len(samples) > 0 && peakAnon <= c.opts.MaxRSSMB<<10,
 		"peak RssAnon %.0f MiB (bound %d MiB), peak VmRSS %.0f MiB, %d samples a second apart",
 		mib(peakAnon), c.opts.MaxRSSMB, mib(peakRSS), len(samples))
-	// A tenth more, and 16 MiB for the garbage collector's sawtooth, is no trend.
-	allowed := before + before/10 + 16<<10
-	c.add("no memory growth at the end", len(tail) > 0 && after <= allowed,
-		"peak RssAnon %.0f MiB after the last change and fault (%s), %.0f MiB before; slope over the end %+.1f MiB/min",
-		mib(after), clock(c.res.End.Sub(c.res.Quiet)), mib(before), slope(tail))
+	c.trend(samples, before, after, tail)
+}
+
+// minTrendCycles is how many whole cycles the end of the run must hold for a trend to be judged.
+const minTrendCycles = 3
+
+// trend holds the cycles of the end, which all do the same work (the site no longer changes,
+// the node no longer fails), to the same memory: the peak RssAnon of the later half of them at
+// most a tenth (and 16 MiB for the garbage collector's sawtooth) above that of the earlier half.
+// A service that leaks needs more each cycle.
+func (c *checker) trend(samples []memSample, before, after int64, tail []memSample) {
+	var peaks []int64
+	for _, cy := range c.res.Cycles {
+		if cy.Started.Before(c.res.Quiet) || cy.Outcome != "completed" {
+			continue
+		}
+		var p int64
+		for _, m := range samples {
+			if !m.At.Before(cy.Started) && !m.At.After(cy.Finished.Add(time.Second)) {
+				p = max(p, m.AnonKB)
+			}
+		}
+		peaks = append(peaks, p)
+	}
+	around := fmt.Sprintf("peak RssAnon %.0f MiB before the last change and fault ended, %.0f MiB after (%s); slope over the end %+.1f MiB/min",
+		mib(before), mib(after), clock(c.res.End.Sub(c.res.Quiet)), slope(tail))
+	if len(peaks) < minTrendCycles {
+		c.add("no memory growth at the end", true, "not judged: the end held %d whole cycle(s), a trend needs %d (a soak of 5m or more has them); %s",
+			len(peaks), minTrendCycles, around)
+		return
+	}
+	half := len(peaks) / 2
+	earlier, later := slices.Max(peaks[:half]), slices.Max(peaks[half:])
+	allowed := earlier + earlier/10 + 16<<10
+	perCycle := make([]string, len(peaks))
+	for i, p := range peaks {
+		perCycle[i] = fmt.Sprintf("%.0f", mib(p))
+	}
+	c.add("no memory growth at the end", later <= allowed,
+		"peak RssAnon of each of the %d cycles at the end: %s MiB; the later half's %.0f MiB against the earlier half's %.0f (at most %.0f); %s",
+		len(peaks), strings.Join(perCycle, ", "), mib(later), mib(earlier), mib(allowed), around)
 }
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }

@@ -53,7 +53,9 @@ sources:
 	src("bombs", "    max_age: 1s\n")
 	// A drip ends in a timeout; one a cycle is enough.
 	src("drips", "    max_age: 1s\n    max_temporary_errors: 1\n")
-	src("redirects", "    max_age: 1s\n")
+	// The chains' hops differ by their query (?hop=N): the default filter, which keeps only
+	// id, would make every hop the URL it came from.
+	src("redirects", "    max_age: 1s\n    honored_query_params: [hop]\n")
 	src("lies", "    max_age: 1s\n")
 	return b.String()
 }

@@ -255,3 +255,33 @@ func TestFaultPhaseHappenedOnlyWithItsEvidence(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryTrendFailsWhenEachCycleAtTheEndNeedsMore(t *testing.T) {
+	quiet := at(0)
+	// Cycles of ten seconds a minute apart, with a sample every second at the cycle's peak.
+	run := func(peaksMiB ...int64) check {
+		res := &Result{Quiet: quiet, End: at(float64(len(peaksMiB)) * 60000)}
+		var samples []memSample
+		for i, p := range peaksMiB {
+			start := at(float64(i)*60000 + 1000)
+			res.Cycles = append(res.Cycles, cycle{Started: start, Finished: start.Add(10 * time.Second), Outcome: "completed"})
+			for s := range 11 {
+				samples = append(samples, memSample{At: start.Add(time.Duration(s) * time.Second), AnonKB: p << 10})
+			}
+			// Between cycles the memory is lower: no cycle's peak is taken from it.
+			samples = append(samples, memSample{At: start.Add(30 * time.Second), AnonKB: 10 << 10})
+		}
+		c := &checker{res: res}
+		c.trend(samples, 100<<10, 0, samples)
+		return c.res.Checks[0]
+	}
+	if c := run(40, 45, 38, 42, 44, 41); !c.Pass {
+		t.Errorf("steady cycles judged a trend: %s", c.Figures)
+	}
+	if c := run(40, 50, 60, 70, 80, 90); c.Pass {
+		t.Errorf("each cycle needing 10 MiB more passed: %s", c.Figures)
+	}
+	if c := run(40, 90); !c.Pass || !strings.Contains(c.Figures, "not judged") {
+		t.Errorf("two cycles: %v %s, want not judged", c.Pass, c.Figures)
+	}
+}
