@@ -228,7 +228,9 @@ func (s *service) stop(grace time.Duration) (time.Duration, error) {
 	s.signaled = time.Now()
 	s.mu.Unlock()
 	start := time.Now()
+	// A process that already ended is waited for below like one that ends now.
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		s.kill()
 		return 0, err
 	}
 	select {

@@ -98,12 +98,19 @@ type soak struct {
 	hosts map[string]*host
 	proxy *faultproxy.Proxy
 	svc   *service
+	logMu sync.Mutex
 }
 
+// logf writes a progress line; the fault schedule and the site's changes write from goroutines
+// of their own.
 func (s *soak) logf(format string, args ...any) {
-	if s.opts.Progress != nil {
-		fmt.Fprintf(s.opts.Progress, "soak %s: %s\n", clock(time.Since(s.start)), fmt.Sprintf(format, args...))
+	if s.opts.Progress == nil {
+		return
 	}
+	line := fmt.Sprintf("soak %s: %s\n", clock(time.Since(s.start)), fmt.Sprintf(format, args...))
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	io.WriteString(s.opts.Progress, line)
 }
 
 // clock writes a duration as m:ss.
