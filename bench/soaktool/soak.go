@@ -198,6 +198,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	m0, _ := s.svc.scrape()
 
 	settled, settleFigures := s.settle(runCtx, res.Quiet)
+	if ctx.Err() != nil {
+		s.svc.stop(time.Minute)
+		return nil, fmt.Errorf("interrupted after %s: %w", clock(time.Since(s.start)), ctx.Err())
+	}
 	stores, _ := s.svc.storeCounts()
 	stateBytes := dirSize(filepath.Join(opts.Dir, "state"))
 	res.End = time.Now()
