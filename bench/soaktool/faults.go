@@ -109,21 +109,8 @@ type faultRunner struct {
 	tick    time.Duration
 }
 
-// run applies each phase in turn until ctx ends, then lets everything pass. It returns the
-// records of the phases it began.
-func (fr *faultRunner) run(ctx context.Context, phases []phase) ([]phaseRecord, error) {
-	var recs []phaseRecord
-	defer fr.proxy.Set(faultproxy.Fault{Mode: faultproxy.Pass})
-	for _, ph := range phases {
-		rec, err := fr.one(ctx, ph)
-		recs = append(recs, rec)
-		if err != nil {
-			return recs, err
-		}
-	}
-	return recs, nil
-}
-
+// one applies a phase until it has met the service's traffic and lasted its least, or for
+// capEach, and returns what happened meanwhile.
 func (fr *faultRunner) one(ctx context.Context, ph phase) (phaseRecord, error) {
 	rec := phaseRecord{Name: ph.Name, Start: time.Now()}
 	s0 := fr.proxy.Stats()
@@ -154,12 +141,16 @@ func (fr *faultRunner) one(ctx context.Context, ph phase) (phaseRecord, error) {
 }
 
 func (fr *faultRunner) measure(rec *phaseRecord, ph phase, s0 faultproxy.Stats, m0 serviceMetrics) {
-	s := fr.proxy.Stats()
 	m, _ := fr.metrics()
 	rec.End = time.Now()
-	rec.Requests, rec.Faulted, rec.Items = s.Requests-s0.Requests, s.Faulted-s0.Faulted, s.Items-s0.Items
-	rec.BulkFailed, rec.Retries = m.BulkFailures-m0.BulkFailures, m.Retries-m0.Retries
+	rec.delta(s0, fr.proxy.Stats(), m0, m)
 	rec.judge(ph.Fault)
+}
+
+// delta sets the record's counts to their change from s0 and m0 to s and m.
+func (r *phaseRecord) delta(s0, s faultproxy.Stats, m0, m serviceMetrics) {
+	r.Requests, r.Faulted, r.Items = s.Requests-s0.Requests, s.Faulted-s0.Faulted, s.Items-s0.Items
+	r.BulkFailed, r.Retries = m.BulkFailures-m0.BulkFailures, m.Retries-m0.Retries
 }
 
 // refused tries a connection to base's host and says whether it was refused.

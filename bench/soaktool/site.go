@@ -309,10 +309,10 @@ func (s *site) expected(base string) map[string]sitePage {
 
 // siteCounts is what the site saw.
 type siteCounts struct {
-	Statuses                 map[int]int
-	Private                  int
-	Edited, Added, Removed   int
-	Articles, Pages, Changes int
+	Statuses               map[int]int
+	Private                int
+	Edited, Added, Removed int
+	Articles, Pages        int
 }
 
 func (s *site) counts() siteCounts {

@@ -99,6 +99,8 @@ type soak struct {
 	proxy *faultproxy.Proxy
 	svc   *service
 	logMu sync.Mutex
+
+	hostsOnce sync.Once
 }
 
 // logf writes a progress line; the fault schedule and the site's changes write from goroutines
@@ -125,101 +127,39 @@ func clock(d time.Duration) string {
 // the service with SIGTERM, and checks what it left. An error means the soak could not be run;
 // a failed check is in the result.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	s := &soak{opts: opts, start: time.Now()}
-	s.site = newSite(opts.Pages, opts.Seed)
-	var err error
-	if s.haz, err = newHostileSites(opts.Seed, opts.BombSize); err != nil {
+	s, err := begin(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
-	if s.hosts, err = startHosts(s.site, s.haz); err != nil {
-		return nil, err
-	}
-	hostsClosed := false
-	defer func() {
-		if !hostsClosed {
-			closeHosts(s.hosts)
-		}
-	}()
-	if s.proxy, err = faultproxy.New(opts.ES); err != nil {
-		return nil, err
-	}
-	defer s.proxy.Close()
-	cfg := filepath.Join(opts.Dir, "soak.yaml")
-	if err := os.WriteFile(cfg, []byte(s.config()), 0o644); err != nil {
-		return nil, err
-	}
-	s.start = time.Now()
-	if s.svc, err = startService(ctx, opts.Crawlspace, cfg, opts.Dir); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if s.svc.alive() {
-			s.svc.kill()
-		}
-	}()
-	go s.svc.watch()
-	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
-
+	defer s.close()
 	res := &Result{Start: s.start}
+	// A service that dies ends the soak's schedule at once; the checks then say what happened.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // a service that dies ends the soak at once
+	go func() {
 		select {
 		case <-s.svc.exited:
 			cancel()
 		case <-runCtx.Done():
 		}
 	}()
-	var wg sync.WaitGroup
-	var faultErr error
-	wg.Go(func() {
-		fr := &faultRunner{proxy: s.proxy, metrics: s.svc.scrape, capEach: 3 * time.Minute, tick: 250 * time.Millisecond}
-		phases := schedule(opts.Duration*faultShare/100, requestTimeout)
-		for i := range phases {
-			s.logf("fault phase %d of %d: %s, at least %v", i+1, len(phases), phases[i].Name, phases[i].Min.Round(time.Second))
-			rec, err := fr.one(runCtx, phases[i])
-			res.Phases = append(res.Phases, rec)
-			s.logf("  %s: %s", rec.Name, rec.Evidence)
-			if err != nil {
-				faultErr = err
-				break
-			}
-		}
-		s.proxy.Set(faultproxy.Fault{Mode: faultproxy.Pass})
-	})
-	wg.Go(func() { res.Changes = s.changeSite(runCtx) })
-	wg.Wait()
-	if faultErr != nil && !errors.Is(faultErr, context.Canceled) {
-		return nil, faultErr
+	if err := s.drive(runCtx, res); err != nil {
+		return nil, err
 	}
-	res.Quiet = time.Now()
-	final := phaseRecord{Name: "pass, to the end", Start: res.Quiet}
-	s0 := s.proxy.Stats()
-	m0, _ := s.svc.scrape()
-
+	s0, m0 := s.proxy.Stats(), s.metricsNow()
 	settled, settleFigures := s.settle(runCtx, res.Quiet)
 	if ctx.Err() != nil {
 		s.svc.stop(time.Minute)
 		return nil, fmt.Errorf("interrupted after %s: %w", clock(time.Since(s.start)), ctx.Err())
 	}
-	stores, _ := s.svc.storeCounts()
-	stateBytes := dirSize(filepath.Join(opts.Dir, "state"))
+	c := &checker{soak: s, res: res}
+	c.stores, _ = s.svc.storeCounts()
+	c.stateBytes = dirSize(filepath.Join(opts.Dir, "state"))
 	res.End = time.Now()
+	res.Phases = append(res.Phases, s.finalPass(res.Quiet, res.End, s0, m0))
 	exitAfter, stopErr := s.svc.stop(time.Minute)
-	final.Start, final.End = res.Quiet, res.End
-	s.finalPass(&final, s0, m0)
-	res.Phases = append(res.Phases, final)
-	closeHosts(s.hosts)
-	hostsClosed = true
-	s.logf("stopped: exit %d after %v", s.svc.exitCode(), exitAfter.Round(time.Millisecond))
+	s.collect(res)
 
-	s.svc.readReport() // the report of the cycle SIGTERM interrupted
-	res.Cycles = s.svc.cycleList()
-	res.requests = map[string][]request{}
-	for name, h := range s.hosts {
-		res.requests[name] = h.rec.requests()
-	}
-	c := &checker{soak: s, res: res, stores: stores, stateBytes: stateBytes}
 	c.settled(settled, settleFigures)
 	if err := c.index(); err != nil {
 		return nil, err
@@ -232,11 +172,109 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// begin serves the sites and the proxy and starts the service; on an error it leaves nothing
+// running.
+func begin(ctx context.Context, opts Options) (_ *soak, err error) {
+	s := &soak{opts: opts, start: time.Now(), site: newSite(opts.Pages, opts.Seed)}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.haz, err = newHostileSites(opts.Seed, opts.BombSize); err != nil {
+		return nil, err
+	}
+	if s.hosts, err = startHosts(s.site, s.haz); err != nil {
+		return nil, err
+	}
+	if s.proxy, err = faultproxy.New(opts.ES); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(opts.Dir, "soak.yaml")
+	if err := os.WriteFile(cfg, []byte(s.config()), 0o644); err != nil {
+		return nil, err
+	}
+	s.start = time.Now()
+	if s.svc, err = startService(ctx, opts.Crawlspace, cfg, opts.Dir); err != nil {
+		return nil, err
+	}
+	go s.svc.watch()
+	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
+	return s, nil
+}
+
+// close ends whatever of the soak still runs.
+func (s *soak) close() {
+	if s.svc != nil && s.svc.alive() {
+		s.svc.kill()
+	}
+	s.closeHosts()
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
+}
+
+// closeHosts stops the sites once, waiting for every request they are serving.
+func (s *soak) closeHosts() {
+	s.hostsOnce.Do(func() { closeHosts(s.hosts) })
+}
+
+// drive runs the fault schedule and the site's changes side by side until both are done, and
+// notes the moment after which nothing changed.
+func (s *soak) drive(ctx context.Context, res *Result) error {
+	var wg sync.WaitGroup
+	var faultErr error
+	wg.Go(func() { res.Phases, faultErr = s.faults(ctx) })
+	wg.Go(func() { res.Changes = s.changeSite(ctx) })
+	wg.Wait()
+	res.Quiet = time.Now()
+	if faultErr != nil && !errors.Is(faultErr, context.Canceled) {
+		return faultErr
+	}
+	return nil
+}
+
+// faults applies the schedule's phases in turn, then lets everything pass.
+func (s *soak) faults(ctx context.Context) ([]phaseRecord, error) {
+	defer s.proxy.Set(faultproxy.Fault{Mode: faultproxy.Pass})
+	fr := &faultRunner{proxy: s.proxy, metrics: s.svc.scrape, capEach: 3 * time.Minute, tick: 250 * time.Millisecond}
+	phases := schedule(s.opts.Duration*faultShare/100, requestTimeout)
+	var recs []phaseRecord
+	for i, ph := range phases {
+		s.logf("fault phase %d of %d: %s, at least %v", i+1, len(phases), ph.Name, ph.Min.Round(time.Second))
+		rec, err := fr.one(ctx, ph)
+		recs = append(recs, rec)
+		s.logf("  %s: %s", rec.Name, rec.Evidence)
+		if err != nil {
+			return recs, err
+		}
+	}
+	return recs, nil
+}
+
+func (s *soak) metricsNow() serviceMetrics {
+	m, _ := s.svc.scrape()
+	return m
+}
+
+// collect gathers, once the service has stopped, what the sites and the report file saw.
+func (s *soak) collect(res *Result) {
+	s.closeHosts()
+	s.logf("stopped: exit %d", s.svc.exitCode())
+	s.svc.readReport() // the report of the cycle SIGTERM interrupted
+	res.Cycles = s.svc.cycleList()
+	res.requests = map[string][]request{}
+	for name, h := range s.hosts {
+		res.requests[name] = h.rec.requests()
+	}
+}
+
 // finalPass measures the fault-free end of the run: requests must have passed.
-func (s *soak) finalPass(rec *phaseRecord, s0 faultproxy.Stats, m0 serviceMetrics) {
-	st := s.proxy.Stats()
-	rec.Requests, rec.Faulted, rec.Items = st.Requests-s0.Requests, st.Faulted-s0.Faulted, st.Items-s0.Items
+func (s *soak) finalPass(from, to time.Time, s0 faultproxy.Stats, m0 serviceMetrics) phaseRecord {
+	rec := phaseRecord{Name: "pass, to the end", Start: from, End: to}
+	rec.delta(s0, s.proxy.Stats(), m0, s.metricsNow())
 	rec.judge(faultproxy.Fault{Mode: faultproxy.Pass})
+	return rec
 }
 
 // changeSite edits, adds and removes articles a few times, from a tenth of the run to
