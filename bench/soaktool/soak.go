@@ -304,27 +304,32 @@ func (s *soak) changeSite(ctx context.Context) []change {
 // completed: that cycle saw the site as it is now, with every fault over.
 func (s *soak) settle(ctx context.Context, quiet time.Time) (bool, string) {
 	s.logf("waiting for a cycle that begins after the last change and fault to complete")
-	guard := time.After(10 * time.Minute)
+	const within = 10 * time.Minute
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var done *cycle
 	for {
-		if c, ok := s.svc.completedSince(quiet); ok && done == nil {
+		if c, ok := s.svc.completedSince(quiet); ok {
 			done = &c
-			s.logf("cycle begun at %s completed in %.1fs", clock(c.Started.Sub(s.start)), c.Finished.Sub(c.Started).Seconds())
+			break
 		}
-		if done != nil && time.Since(s.start) >= s.opts.Duration {
-			return true, fmt.Sprintf("cycle begun %s after the last change or fault completed in %.1fs",
-				done.Started.Sub(quiet).Round(time.Second), done.Finished.Sub(done.Started).Seconds())
+		if time.Since(quiet) > within {
+			return false, fmt.Sprintf("no cycle begun after the last change or fault completed within %v", within)
 		}
 		select {
 		case <-ctx.Done():
 			return false, "the service ended before a cycle after the last change completed"
-		case <-guard:
-			return false, "no cycle begun after the last change or fault completed within 10 minutes"
 		case <-t.C:
 		}
 	}
+	s.logf("cycle begun at %s completed in %.1fs", clock(done.Started.Sub(s.start)), done.Finished.Sub(done.Started).Seconds())
+	select {
+	case <-ctx.Done():
+		return false, "the service ended before the soak's duration was over"
+	case <-time.After(time.Until(s.start.Add(s.opts.Duration))):
+	}
+	return true, fmt.Sprintf("cycle begun %s after the last change or fault completed in %.1fs",
+		done.Started.Sub(quiet).Round(time.Second), done.Finished.Sub(done.Started).Seconds())
 }
 
 // dirSize is the bytes of the files under dir.
