@@ -62,6 +62,10 @@ type Crawler struct {
 	// delays holds robots.txt Crawl-delays learned per host key, read by
 	// the frontier's politeness policy.
 	delays sync.Map
+	// robotsRead holds, per host key, when a robots.txt request to the
+	// host ended, until the host's delay after it has been scheduled
+	// (robotsPause): robots.txt is a load from the host like any page.
+	robotsRead sync.Map
 	// robotsDown holds a robotsOutage per host whose robots.txt cannot be
 	// read; robotsMu orders its updates.
 	robotsDown sync.Map
@@ -588,7 +592,24 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 				c.delays.Store(host, d)
 			}
 		}
+		c.robotsPause(host)
 	}
+}
+
+// robotsPause keeps the host from its next lease until its delay has
+// passed since its robots.txt was requested, when it was; it says whether
+// it was. It runs once the Crawl-delay is learnt, so the pause is the
+// longer of the two, and the frontier takes the host's policy with it.
+func (c *Crawler) robotsPause(hostKey string) bool {
+	at, ok := c.robotsRead.LoadAndDelete(hostKey)
+	if !ok {
+		return false
+	}
+	if d := c.policy(hostKey).Delay; d > 0 {
+		c.front.Backoff(hostKey, at.(time.Time).Add(d))
+		return true
+	}
+	return false
 }
 
 // checkpointEvery is how often a running crawl re-reads the reject lists
@@ -725,11 +746,26 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	// A site behind authentication serves its robots.txt behind it too;
 	// without the credentials a 401 would read as "everything allowed".
 	src.setHeaders(req.Header, robotsURL, c.cfg.UserAgent)
+	host := frontier.HostKey(robotsURL)
 	res, err := src.robotsClient.Do(req)
 	if err != nil {
+		c.robotsRead.Store(host, time.Now())
 		return 0, nil, err
 	}
-	return res.StatusCode, res.Body, nil
+	return res.StatusCode, &robotsBody{ReadCloser: res.Body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
+}
+
+// robotsBody notes when the robots.txt request ended: when the cache is
+// done reading its body.
+type robotsBody struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b *robotsBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 // addMeta turns a crawl rule's add_meta into what mapping takes.

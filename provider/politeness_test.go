@@ -150,3 +150,34 @@ func TestGlobalConcurrencyBoundsRequestsAcrossHosts(t *testing.T) {
 		t.Errorf("never more than %d requests at once: the limit of 3 is not reached", peak)
 	}
 }
+
+func TestRobotsTxtIsARequestThePolitenessDelayFollows(t *testing.T) {
+	// A start host's robots.txt is read before the cycle leases anything, another host's
+	// when its first URL is leased: either way it is a load from the host, and the host's
+	// next request waits the delay after it.
+	const delay = 200 * time.Millisecond
+	start, other := newSite(t), newSite(t)
+	start.html("/", "home", links(other.URL+"/page.html"))
+	other.html("/page.html", "page", "")
+	cfg, out := testConfig(t, "", "stay_on_start_hosts: false\npoliteness: {delay: 200ms, max_parallel_per_host: 1}", start.URL+"/")
+
+	crawlKeep(t, cfg)
+
+	for _, c := range []struct {
+		site *testSite
+		page string
+	}{{start, "/"}, {other, "/page.html"}} {
+		robots, page := c.site.at("/robots.txt"), c.site.at(c.page)
+		if len(robots) != 1 || len(page) != 1 {
+			t.Fatalf("%s: robots.txt requested %d times, %s %d times; want once each", c.site.URL, len(robots), c.page, len(page))
+		}
+		if gap := page[0].Sub(robots[0]); gap < delay {
+			t.Errorf("%s%s requested %v after its host's robots.txt; the delay is %v", c.site.URL, c.page, gap, delay)
+		}
+	}
+	want := []string{start.URL + "/", other.URL + "/page.html"}
+	slices.Sort(want)
+	if got := indexedURLs(t, out); !slices.Equal(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
+	}
+}

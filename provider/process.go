@@ -624,6 +624,14 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 		return true, ""
 	}
 	r, err := c.robots.Get(ctx, u)
+	if err == nil && config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
+		if d := r.CrawlDelay(c.agent); d > 0 {
+			c.delays.Store(lease.HostKey(), d)
+		}
+	}
+	// robots.txt requested for this lease: the page is a second request
+	// and waits the host's delay, queued again rather than holding a worker.
+	paused := c.robotsPause(lease.HostKey())
 	var unavailable *robots.UnavailableError
 	var addrErr *addressError
 	switch {
@@ -659,14 +667,13 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 	if _, failing := c.robotsDown.Load(lease.HostKey()); failing {
 		c.robotsDown.Delete(lease.HostKey())
 	}
-	if config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
-		if d := r.CrawlDelay(c.agent); d > 0 {
-			c.delays.Store(lease.HostKey(), d)
-		}
-	}
 	allowed, line := r.Test(c.agent, u.RequestURI())
 	if !allowed {
 		return false, u.Scheme + "://" + u.Host + "/" + line
+	}
+	if paused {
+		lease.Release()
+		return false, ""
 	}
 	return true, ""
 }
