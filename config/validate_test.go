@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // src builds a config whose first source is named a and starts at
@@ -234,7 +236,7 @@ func TestExtraFieldsMetaMappingsAndAddMeta(t *testing.T) {
 		{"field names and types", "extra_fields:\n  extra_ok:\n  category: keyword\n  extra_Bad: text\n  extra_n: number\n" + minimal, []string{
 			`c.yaml:3:3: extra_fields.category: field name "category" must match ^extra_[a-z0-9_]+$`,
 			`c.yaml:4:3: extra_fields.extra_Bad: field name "extra_Bad" must match ^extra_[a-z0-9_]+$`,
-			`c.yaml:5:3: extra_fields.extra_n: "number" is not one of keyword, text, integer, long, float, double, boolean, date`,
+			`c.yaml:5:3: extra_fields.extra_n: "number" is not one of keyword, text, long, integer, short, byte, double, float, half_float, date, boolean`,
 		}},
 		{"meta mappings", "extra_fields: {extra_category: keyword}\n" + src("extraction:",
 			"  meta_mappings:",
@@ -363,5 +365,24 @@ func TestCAFilesAreCheckedRelativeToTheConfig(t *testing.T) {
 	want := filepath.Join(dir, "ca.pem")
 	if c.Fetch.CAFile != want || c.Elasticsearch.CAFile != want {
 		t.Errorf("ca files %q, %q; want %q", c.Fetch.CAFile, c.Elasticsearch.CAFile, want)
+	}
+}
+
+// The mapping is the one list of extra field types: every type it maps is
+// accepted here, and mapped as declared.
+func TestEveryExtraTypeTheMappingSupportsIsAccepted(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("extra_fields:\n")
+	for _, typ := range docfields.ExtraTypes {
+		b.WriteString("  extra_" + typ + ": " + typ + "\n")
+	}
+	c, err := Parse("c.yaml", []byte(b.String()+minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range docfields.ExtraTypes {
+		if got := c.ExtraFields["extra_"+typ]; got != typ {
+			t.Errorf("extra_%s has type %q, want %q", typ, got, typ)
+		}
 	}
 }
