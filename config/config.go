@@ -267,11 +267,3 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 type Position struct {
 	Line, Column int
 }
-
-// Bool reads an optional boolean, with def when it is unset.
-func Bool(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
-}

@@ -421,7 +421,8 @@ func (k *checker) source(i int) {
 	}
 	for j, cl := range e.RemoveClasses {
 		cp := indexPath(at("extraction.remove_classes"), j)
-		if k.nonEmpty(cp, cl) && strings.ContainsAny(cl, " \t\n.") {
+		// Nor what cannot stand in a class attribute's token list.
+		if k.nonEmpty(cp, cl) && strings.ContainsAny(cl, " \t\n\r\f.<>/\"'=") {
 			k.errorf(cp, "%q is not a single class name (no spaces or dots)", cl)
 		}
 	}

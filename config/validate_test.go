@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -383,6 +384,49 @@ func TestEveryExtraTypeTheMappingSupportsIsAccepted(t *testing.T) {
 	for _, typ := range docfields.ExtraTypes {
 		if got := c.ExtraFields["extra_"+typ]; got != typ {
 			t.Errorf("extra_%s has type %q, want %q", typ, got, typ)
+		}
+	}
+}
+
+// What the extractor of a source needs is checked here, once, at the key
+// path of each mistake: the extractor trusts a loaded configuration.
+func TestExtractionMistakesAreReportedAtTheirKeyPaths(t *testing.T) {
+	got := errs(t, `extra_fields:
+  extra_category:
+fetch: {max_links_per_page: -1}
+sources:
+  - name: a
+    start_urls: ["http://a.test/"]
+  - name: b
+    start_urls: ["http://b.test/"]
+    extraction:
+      remove_elements: [header, "bad name"]
+      remove_classes: ["", "a<b"]
+      meta_mappings: ["category:extra_category", "no-colon", "category:Extra_Bad", "category:extra_undeclared", ":extra_category", "category:doc_title"]
+      title_order: [h1, subtitle, h1]
+      max_body_bytes: 0
+    crawl_rules:
+      - match: {path: /x}
+        add_meta: {section: x, extra_nope: y}
+`)
+	for _, path := range []string{
+		"sources[1].extraction.max_body_bytes",
+		"fetch.max_links_per_page",
+		"sources[1].extraction.remove_elements[1]",
+		"sources[1].extraction.remove_classes[0]",
+		"sources[1].extraction.remove_classes[1]",
+		"sources[1].extraction.title_order[1]",
+		"sources[1].extraction.title_order[2]",
+		"sources[1].extraction.meta_mappings[1]",
+		"sources[1].extraction.meta_mappings[2]",
+		"sources[1].extraction.meta_mappings[3]",
+		"sources[1].extraction.meta_mappings[4]",
+		"sources[1].extraction.meta_mappings[5]",
+		"sources[1].crawl_rules[0].add_meta.extra_nope",
+		"sources[1].crawl_rules[0].add_meta.section",
+	} {
+		if !slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, " "+path+": ") }) {
+			t.Errorf("no error at %s in:\n%s", path, strings.Join(got, "\n"))
 		}
 	}
 }

@@ -123,7 +123,7 @@ func (c *Crawler) warnings(report *Report) {
 		c.log.Warn("TLS certificates are not verified", "setting", "fetch.insecure_skip_verify")
 	}
 	for _, src := range c.order {
-		if !config.Bool(src.cfg.Robots.Obey, true) {
+		if !*src.cfg.Robots.Obey {
 			report.Warn(fmt.Sprintf("source %s ignores robots.txt and robots directives (robots.obey: false)", src.cfg.Name))
 			c.log.Warn("robots.txt and robots directives ignored", "source", src.cfg.Name, "setting", "robots.obey")
 		}
@@ -298,7 +298,7 @@ func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 	src := c.sourceForHost(hostKey)
 	p := src.cfg.Politeness
 	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
-	if config.Bool(p.ObeyCrawlDelay, true) && config.Bool(src.cfg.Robots.Obey, true) {
+	if *p.ObeyCrawlDelay && *src.cfg.Robots.Obey {
 		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > 0 {
 			// Crawl-delay asks for one request per delay: with two slots
 			// the second request would start while the first still runs.
@@ -579,7 +579,7 @@ func (c *Crawler) publish(ctx context.Context) error {
 // it first schedules it, so a Crawl-delay learnt only with the first page
 // would let a second request start alongside the first.
 func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
-	if !config.Bool(src.cfg.Robots.Obey, true) || !config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
+	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay {
 		return
 	}
 	for host := range src.own {

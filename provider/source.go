@@ -40,11 +40,7 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if rs == nil {
 		return nil, fmt.Errorf("source %s: no compiled rules", sc.Name)
 	}
-	ex, err := mapping.New(c.cfg, sc)
-	if err != nil {
-		return nil, err
-	}
-	src := &source{cfg: sc, rules: rs, extractor: ex, own: map[string]bool{}, headers: http.Header{}}
+	src := &source{cfg: sc, rules: rs, extractor: mapping.New(c.cfg, sc), own: map[string]bool{}, headers: http.Header{}}
 	for _, u := range rs.StartURLs() {
 		src.own[frontier.HostKey(u)] = true
 	}

@@ -197,8 +197,9 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 }
 
 // NewElasticsearch prepares the physical index for the current mapping
-// (creating it if needed) and starts the bulk workers. extra declares the
-// extra_* fields and their types.
+// (creating it if needed) and starts the bulk workers. cfg and extra (the
+// extra_* fields and their types) are as config.Load leaves them: every
+// default set, every value checked.
 func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string, onResult func(Result)) (*Elasticsearch, error) {
 	if onResult == nil {
 		onResult = func(Result) {}
@@ -216,12 +217,6 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 		latest:        map[string]*write{},
 		kick:          make(chan struct{}),
 	}
-	if s.flushBytes <= 0 {
-		s.flushBytes = 5_000_000
-	}
-	if s.flushInterval <= 0 {
-		s.flushInterval = time.Second
-	}
 	s.settled = sync.NewCond(&s.mu)
 	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs} })
 	if err != nil {
@@ -233,7 +228,7 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	}
 	// Requests outlive the caller's per-call contexts but end with Close.
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	for range max(cfg.BulkWorkers, 1) {
+	for range cfg.BulkWorkers {
 		s.workers.Go(s.work)
 	}
 	return s, nil
@@ -263,22 +258,9 @@ func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsear
 		return fmt.Errorf("elasticsearch: checking index %s: %s", s.physical, res.Status())
 	}
 	body := docfields.Mapping(extra)
-	settings := map[string]any{}
-	if cfg.Shards > 0 {
-		settings["number_of_shards"] = cfg.Shards
-	}
-	if cfg.Replicas != nil {
-		settings["number_of_replicas"] = *cfg.Replicas
-	}
-	if len(settings) > 0 {
-		if existing, ok := body["settings"].(map[string]any); ok {
-			for k, v := range settings {
-				existing[k] = v
-			}
-		} else {
-			body["settings"] = settings
-		}
-	}
+	settings := body["settings"].(map[string]any)
+	settings["number_of_shards"] = cfg.Shards
+	settings["number_of_replicas"] = *cfg.Replicas
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return err
