@@ -27,6 +27,7 @@ import (
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Crawler runs crawl cycles over every source of one configuration.
@@ -737,7 +738,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	if err != nil {
 		return 0, nil, err
 	}
-	src := c.sourceForHost(frontier.HostKey(u.String()))
+	src := c.sourceForHost(urlnorm.Origin(u.String()))
 	// The cache reads one byte past what it parses, to know the file was cut.
 	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
 	if err != nil {
@@ -746,7 +747,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	// A site behind authentication serves its robots.txt behind it too;
 	// without the credentials a 401 would read as "everything allowed".
 	src.setHeaders(req.Header, robotsURL, c.cfg.UserAgent)
-	host := frontier.HostKey(robotsURL)
+	host := urlnorm.Origin(robotsURL)
 	res, err := src.robotsClient.Do(req)
 	if err != nil {
 		c.robotsRead.Store(host, time.Now())

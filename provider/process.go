@@ -391,7 +391,7 @@ func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
 		return ""
 	}
 	cu, d := src.rules.DecideFound(found, it.Depth)
-	if cu == it.URL || frontier.HostKey(cu) != frontier.HostKey(it.URL) || !d.Crawl || !d.Index {
+	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
 		return ""
 	}
 	if _, err := c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
