@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,16 +157,9 @@ func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
 
 func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.RoundTripper) (*elasticsearch.Client, error) {
 	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, warned about by the caller
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("elasticsearch ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("elasticsearch ca_file %s: no certificates found", cfg.CAFile)
-		}
-		tlsCfg.RootCAs = pool
+	var err error
+	if tlsCfg.RootCAs, err = cfg.RootCAs(); err != nil {
+		return nil, err
 	}
 	// Without these a node that accepts connections and never answers
 	// holds a request, and everything waiting on it, for ever.
