@@ -59,10 +59,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/html/atom"
+
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/robots"
-	"golang.org/x/net/html/atom"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Page is a fetched page.
@@ -260,17 +262,17 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 			base = b
 		}
 	}
-	lb := newLinkBase(base)
+	lb := urlnorm.NewBase(base)
 	var found int
 	res.Links, res.LinksCapped, found = p.resolveLinks(&lb, d.URL, x.maxLinks)
 	if res.LinksCapped {
 		res.LinksFound = found
 	}
 	if p.canonical != "" {
-		res.Canonical, _ = lb.resolve(p.canonical)
+		res.Canonical, _ = lb.Resolve(p.canonical)
 	} else if c := headerCanonical(page.Header); c != "" {
-		pb := newLinkBase(page.URL)
-		res.Canonical, _ = pb.resolve(c)
+		pb := urlnorm.NewBase(page.URL)
+		res.Canonical, _ = pb.Resolve(c)
 	}
 	d.ContentHash = ContentHash(d)
 	return res, nil
