@@ -1,6 +1,6 @@
 // Package config loads, defaults and validates a crawlspace configuration.
 //
-// The YAML shape follows the sketch in DESIGN.md. Loading is strict: an
+// docs/config.md documents every key. Loading is strict: an
 // unknown key is an error, and every error names the file, line, column and
 // key path it is about, so an administrator can jump straight to it.
 package config

@@ -36,7 +36,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -76,17 +75,6 @@ const (
 	ReasonMIMEType         Reason = "mime_type"         // mime_types
 	ReasonRobots           Reason = "robots"            // robots.txt
 )
-
-// Reasons lists every reason, for reports that count URLs by reason.
-func Reasons() []Reason {
-	return []Reason{
-		ReasonInvalid, ReasonScheme, ReasonURLTooLong, ReasonQueryString, ReasonMaxPathDepth,
-		ReasonMaxLinkDepth, ReasonIgnoredExtension, ReasonOffsite, ReasonOutsideStartDir,
-		ReasonForbiddenDomain, ReasonForbiddenPrefix, ReasonNotIncluded, ReasonExcluded,
-		ReasonRejected, ReasonRuleIgnore, ReasonKilled, ReasonRuleNoindex, ReasonRuleNofollow,
-		ReasonForbiddenAddress, ReasonMIMEType, ReasonRobots,
-	}
-}
 
 // Decision is what the crawl space says about one URL.
 type Decision struct {
@@ -542,16 +530,9 @@ func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at fu
 // normalised, the query filter applied.
 func (s *Source) StartURLs() []string { return s.startURLs }
 
-// Normalizer returns the source's URL normaliser, with its query filter.
-func (s *Source) Normalizer() *urlnorm.Normalizer { return s.norm }
-
 // Normalize normalises raw with the source's query filter: the URL that is
 // fetched, not the one rules judge (see DecideFound).
 func (s *Source) Normalize(raw string) (string, error) { return s.norm.Normalize(raw) }
-
-// Resolve resolves a link found on the page at base and normalises it with
-// the source's query filter, as Normalize.
-func (s *Source) Resolve(base *url.URL, ref string) (string, error) { return s.norm.Resolve(base, ref) }
 
 // Rewrite applies the source's query filter to found, a URL normalised as
 // found: the result is the URL queued, fetched and indexed. A URL without

@@ -149,12 +149,6 @@ const (
 // request_timeout: a node that answers at all does so at once.
 const connectTimeout = 10 * time.Second
 
-// NewClient builds a client from the configuration with TLS verified unless
-// the configuration says otherwise.
-func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
-	return newClient(cfg, nil)
-}
-
 func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.RoundTripper) (*elasticsearch.Client, error) {
 	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, warned about by the caller
 	var err error
@@ -171,10 +165,7 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 	tr.ResponseHeaderTimeout = timeout
 	tr.TLSClientConfig = tlsCfg
 	tr.MaxIdleConnsPerHost = 16
-	var rt http.RoundTripper = tr
-	if wrap != nil {
-		rt = wrap(tr)
-	}
+	rt := wrap(tr)
 	return elasticsearch.NewClient(elasticsearch.Config{
 		Addresses: cfg.Addresses,
 		Username:  cfg.Username,
@@ -231,9 +222,6 @@ func (s *Elasticsearch) String() string {
 
 // PhysicalIndex is the concrete index documents are written to.
 func (s *Elasticsearch) PhysicalIndex() string { return s.physical }
-
-// Alias is the name searches use.
-func (s *Elasticsearch) Alias() string { return s.alias }
 
 func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string) error {
 	res, err := s.client.Indices.Exists([]string{s.physical}, s.client.Indices.Exists.WithContext(ctx))

@@ -26,8 +26,8 @@ func init() {
 
 func runExplain(args []string) int { return explain(args, os.Stdout, os.Stderr) }
 
-// explanation is one line of `explain -json`: the fields of DESIGN.md in
-// its order, then the URL that would be fetched.
+// explanation is one line of `explain -json`: the fields README.md lists,
+// in that order, ending with the URL that would be fetched.
 type explanation struct {
 	// URL is the URL as found, normalised: what the rules judge.
 	URL      string `json:"url"`
