@@ -58,9 +58,9 @@ type StoreView struct {
 	Total int `json:"total"`
 	// States counts URLs by state; states without URLs are left out, and
 	// so are leased ones, which Queued counts with the waiting.
-	States map[string]int `json:"states"`
+	States map[string]int `json:"store"`
 	// Reasons counts the Error and Excluded URLs: state, then reason.
-	Reasons      map[string]map[string]int `json:"reasons"`
+	Reasons      map[string]map[string]int `json:"store_reasons"`
 	Queued       int                       `json:"queued"`
 	AgedCheckDue int                       `json:"aged_check_due"`
 }
