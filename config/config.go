@@ -1,6 +1,6 @@
 // Package config loads, defaults and validates a crawlspace configuration.
 //
-// The YAML shape follows the sketch in DESIGN.md. Loading is strict: an
+// docs/config.md documents every key. Loading is strict: an
 // unknown key is an error, and every error names the file, line, column and
 // key path it is about, so an administrator can jump straight to it.
 package config
@@ -266,12 +266,4 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // Position is a place in a configuration file.
 type Position struct {
 	Line, Column int
-}
-
-// Bool reads an optional boolean, with def when it is unset.
-func Bool(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
 }

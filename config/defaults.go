@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // Defaults, applied after decoding to every key the file leaves out. A key
@@ -161,7 +163,7 @@ func (c *Config) setDefaults(written func(string) bool) {
 
 	for name, typ := range c.ExtraFields {
 		if typ == "" {
-			c.ExtraFields[name] = "keyword"
+			c.ExtraFields[name] = docfields.DefaultExtraType
 		}
 	}
 

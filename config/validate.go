@@ -15,20 +15,18 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
 )
 
 var (
 	// Source names end up in document fields, state keys and metric labels.
 	sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	extraName  = regexp.MustCompile(`^extra_[a-z0-9_]+$`)
 	// RFC 9309 product tokens: what robots.txt user-agent lines are matched against.
 	productToken = regexp.MustCompile(`^[A-Za-z_-]+$`)
 	elementName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 	mimeType     = regexp.MustCompile(`^[a-z0-9!#$&^_.+-]+/([a-z0-9!#$&^_.+-]+|\*)$`)
 )
-
-var extraTypes = []string{"keyword", "text", "integer", "long", "float", "double", "boolean", "date"}
 
 // headers the HTTP client owns; setting them per source breaks requests.
 var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
@@ -206,10 +204,10 @@ func (k *checker) global() {
 
 	for _, name := range slices.Sorted(maps.Keys(c.ExtraFields)) {
 		p := "extra_fields." + name
-		if !extraName.MatchString(name) {
+		if !docfields.ValidExtraName(name) {
 			k.errorf(p, "field name %q must match ^extra_[a-z0-9_]+$", name)
 		}
-		k.oneOf(p, c.ExtraFields[name], extraTypes...)
+		k.oneOf(p, c.ExtraFields[name], docfields.ExtraTypes...)
 	}
 	k.extensions("always_ignored_extensions", c.AlwaysIgnoredExtensions)
 
@@ -423,7 +421,8 @@ func (k *checker) source(i int) {
 	}
 	for j, cl := range e.RemoveClasses {
 		cp := indexPath(at("extraction.remove_classes"), j)
-		if k.nonEmpty(cp, cl) && strings.ContainsAny(cl, " \t\n.") {
+		// Nor what cannot stand in a class attribute's token list.
+		if k.nonEmpty(cp, cl) && strings.ContainsAny(cl, " \t\n\r\f.<>/\"'=") {
 			k.errorf(cp, "%q is not a single class name (no spaces or dots)", cl)
 		}
 	}
@@ -528,7 +527,7 @@ func (k *checker) metaMapping(path, mm string) {
 		k.errorf(path, "%q must be metaname:extra_field, such as category:extra_category", mm)
 		return
 	}
-	if !extraName.MatchString(field) {
+	if !docfields.ValidExtraName(field) {
 		if _, declared := k.c.ExtraFields["extra_"+field]; declared {
 			k.errorf(path, "field %q must be named extra_*; did you mean %q?", field, meta+":extra_"+field)
 		} else {
@@ -602,7 +601,7 @@ func (k *checker) crawlRule(s *Source, p string, r *CrawlRule) {
 			_, declared := k.c.ExtraFields[field]
 			_, dup := full[field]
 			switch {
-			case !extraName.MatchString(field):
+			case !docfields.ValidExtraName(field):
 				k.errorf(kp, "%q does not name an extra field (^extra_[a-z0-9_]+$, or the part after extra_)", key)
 			case !declared:
 				k.errorf(kp, "field %s is not declared in extra_fields (add \"%s: keyword\" there)", field, field)

@@ -3,8 +3,11 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // src builds a config whose first source is named a and starts at
@@ -234,7 +237,7 @@ func TestExtraFieldsMetaMappingsAndAddMeta(t *testing.T) {
 		{"field names and types", "extra_fields:\n  extra_ok:\n  category: keyword\n  extra_Bad: text\n  extra_n: number\n" + minimal, []string{
 			`c.yaml:3:3: extra_fields.category: field name "category" must match ^extra_[a-z0-9_]+$`,
 			`c.yaml:4:3: extra_fields.extra_Bad: field name "extra_Bad" must match ^extra_[a-z0-9_]+$`,
-			`c.yaml:5:3: extra_fields.extra_n: "number" is not one of keyword, text, integer, long, float, double, boolean, date`,
+			`c.yaml:5:3: extra_fields.extra_n: "number" is not one of keyword, text, long, integer, short, byte, double, float, half_float, date, boolean`,
 		}},
 		{"meta mappings", "extra_fields: {extra_category: keyword}\n" + src("extraction:",
 			"  meta_mappings:",
@@ -363,5 +366,67 @@ func TestCAFilesAreCheckedRelativeToTheConfig(t *testing.T) {
 	want := filepath.Join(dir, "ca.pem")
 	if c.Fetch.CAFile != want || c.Elasticsearch.CAFile != want {
 		t.Errorf("ca files %q, %q; want %q", c.Fetch.CAFile, c.Elasticsearch.CAFile, want)
+	}
+}
+
+// The mapping is the one list of extra field types: every type it maps is
+// accepted here, and mapped as declared.
+func TestEveryExtraTypeTheMappingSupportsIsAccepted(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("extra_fields:\n")
+	for _, typ := range docfields.ExtraTypes {
+		b.WriteString("  extra_" + typ + ": " + typ + "\n")
+	}
+	c, err := Parse("c.yaml", []byte(b.String()+minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range docfields.ExtraTypes {
+		if got := c.ExtraFields["extra_"+typ]; got != typ {
+			t.Errorf("extra_%s has type %q, want %q", typ, got, typ)
+		}
+	}
+}
+
+// What the extractor of a source needs is checked here, once, at the key
+// path of each mistake: the extractor trusts a loaded configuration.
+func TestExtractionMistakesAreReportedAtTheirKeyPaths(t *testing.T) {
+	got := errs(t, `extra_fields:
+  extra_category:
+fetch: {max_links_per_page: -1}
+sources:
+  - name: a
+    start_urls: ["http://a.test/"]
+  - name: b
+    start_urls: ["http://b.test/"]
+    extraction:
+      remove_elements: [header, "bad name"]
+      remove_classes: ["", "a<b"]
+      meta_mappings: ["category:extra_category", "no-colon", "category:Extra_Bad", "category:extra_undeclared", ":extra_category", "category:doc_title"]
+      title_order: [h1, subtitle, h1]
+      max_body_bytes: 0
+    crawl_rules:
+      - match: {path: /x}
+        add_meta: {section: x, extra_nope: y}
+`)
+	for _, path := range []string{
+		"sources[1].extraction.max_body_bytes",
+		"fetch.max_links_per_page",
+		"sources[1].extraction.remove_elements[1]",
+		"sources[1].extraction.remove_classes[0]",
+		"sources[1].extraction.remove_classes[1]",
+		"sources[1].extraction.title_order[1]",
+		"sources[1].extraction.title_order[2]",
+		"sources[1].extraction.meta_mappings[1]",
+		"sources[1].extraction.meta_mappings[2]",
+		"sources[1].extraction.meta_mappings[3]",
+		"sources[1].extraction.meta_mappings[4]",
+		"sources[1].extraction.meta_mappings[5]",
+		"sources[1].crawl_rules[0].add_meta.extra_nope",
+		"sources[1].crawl_rules[0].add_meta.section",
+	} {
+		if !slices.ContainsFunc(got, func(e string) bool { return strings.Contains(e, " "+path+": ") }) {
+			t.Errorf("no error at %s in:\n%s", path, strings.Join(got, "\n"))
+		}
 	}
 }

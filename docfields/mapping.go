@@ -52,9 +52,9 @@ func ValidExtraName(name string) bool {
 	return true
 }
 
-// ExtraType returns the Elasticsearch type for a declared extra field type:
+// extraType returns the Elasticsearch type for a declared extra field type:
 // "" means keyword. ok is false for a type crawlspace does not support.
-func ExtraType(declared string) (typ string, ok bool) {
+func extraType(declared string) (typ string, ok bool) {
 	t := strings.ToLower(strings.TrimSpace(declared))
 	if t == "" {
 		return DefaultExtraType, true
@@ -115,7 +115,7 @@ func Mapping(extra map[string]string) map[string]any {
 	}
 	declared := make(map[string]any, len(extra))
 	for name, t := range extra {
-		typ, ok := ExtraType(t)
+		typ, ok := extraType(t)
 		if !ok {
 			typ = DefaultExtraType
 		}
@@ -156,7 +156,7 @@ func PhysicalIndex(alias string, extra map[string]string) string {
 	sort.Strings(names)
 	h := sha256.New()
 	for _, n := range names {
-		typ, ok := ExtraType(extra[n])
+		typ, ok := extraType(extra[n])
 		if !ok {
 			typ = DefaultExtraType
 		}

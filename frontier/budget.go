@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Budgets (issue 12): a spider trap answers every URL with fresh links, so
@@ -355,7 +357,7 @@ func (w *wtx) admit(f *Frontier, it *Item, queue bool) (Limit, error) {
 	if err != nil {
 		return 0, err
 	}
-	h, err := w.host(s, HostKey(it.URL))
+	h, err := w.host(s, urlnorm.Origin(it.URL))
 	if err != nil {
 		return 0, err
 	}
@@ -425,7 +427,7 @@ func (w *wtx) forget(f *Frontier, r *Record) error {
 	if err != nil {
 		return err
 	}
-	h, err := w.host(s, HostKey(r.URL))
+	h, err := w.host(s, urlnorm.Origin(r.URL))
 	if err != nil {
 		return err
 	}
@@ -527,7 +529,7 @@ func countRecords(tx *bolt.Tx) error {
 			s = &Usage{}
 			srcs[r.Source] = s
 		}
-		hk := [2]string{r.Source, HostKey(r.URL)}
+		hk := [2]string{r.Source, urlnorm.Origin(r.URL)}
 		h := hosts[hk]
 		if h == nil {
 			h = &HostUsage{Host: hk[1]}

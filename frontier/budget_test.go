@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // notes collects what OnBudget hears.
@@ -245,7 +247,7 @@ func TestPerHostPageLimitHoldsBackOnlyThatHost(t *testing.T) {
 	got := fetchAll(t, f)
 	hosts := map[string]int{}
 	for _, u := range got {
-		hosts[HostKey(u)]++
+		hosts[urlnorm.Origin(u)]++
 	}
 	if hosts["http://a"] != 3 || hosts["http://b"] != 2 {
 		t.Errorf("fetched %v, want 3 of a and both of b", hosts)

@@ -21,12 +21,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 var (
@@ -294,7 +295,7 @@ func (f *Frontier) rebuild() error {
 				return fmt.Errorf("%w: queue key %x", errCorrupt, k)
 			}
 			id, lvl, _ := parseQKey(k)
-			key := HostKey(string(v))
+			key := urlnorm.Origin(string(v))
 			h := f.hosts[key]
 			if h == nil {
 				h = f.newHost(key)
@@ -384,30 +385,9 @@ func readCycle(tx *bolt.Tx) uint64 {
 	return 0
 }
 
-// HostKey returns the scheduling key of a URL, "scheme://host[:port]" as
-// written in the (normalised) URL, or "" when it is not absolute.
-func HostKey(url string) string {
-	i := strings.Index(url, "://")
-	if i <= 0 {
-		return ""
-	}
-	rest := url[i+3:]
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	if end == 0 {
-		return ""
-	}
-	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
-		return url[:i+3] + rest[at+1:end]
-	}
-	return url[:i+3+end]
-}
-
 func (it *Item) validate() error {
 	switch {
-	case HostKey(it.URL) == "":
+	case urlnorm.Origin(it.URL) == "":
 		return fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
 	case len(it.URL) > MaxURLLength:
 		return fmt.Errorf("frontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), MaxURLLength)
@@ -1019,7 +999,7 @@ func (w *wtx) enqueue(rec *Record, key []byte, eff *effects) error {
 }
 
 func (w *wtx) enqueueHad(rec *Record, key []byte, eff *effects, hadPending bool) error {
-	hk := HostKey(rec.URL)
+	hk := urlnorm.Origin(rec.URL)
 	id, _, err := w.hostID(hk, true)
 	if err != nil {
 		return err
@@ -1041,7 +1021,7 @@ func (w *wtx) enqueueHad(rec *Record, key []byte, eff *effects, hadPending bool)
 
 // dequeue removes a Waiting record's queue entry.
 func (w *wtx) dequeue(rec *Record) error {
-	id, ok, err := w.hostID(HostKey(rec.URL), false)
+	id, ok, err := w.hostID(urlnorm.Origin(rec.URL), false)
 	if err != nil || !ok {
 		return err
 	}

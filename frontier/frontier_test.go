@@ -151,23 +151,6 @@ func TestWeightsAreExaleadsShiftedByQuarters(t *testing.T) {
 	}
 }
 
-func TestHostKeyIsSchemeHostAndPort(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://a.test/x":          "http://a.test",
-		"https://a.test:8443?q":    "https://a.test:8443",
-		"http://user:pw@a.test/x":  "http://a.test",
-		"http://a.test":            "http://a.test",
-		"mailto:someone@a.test":    "",
-		"/relative/path":           "",
-		"http:///no-host":          "",
-		"http://[::1]:8080/x#frag": "http://[::1]:8080",
-	} {
-		if got := HostKey(in); got != want {
-			t.Errorf("HostKey(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestAddRejectsInvalidItemsWithoutAddingAny(t *testing.T) {
 	f := openTest(t, "", Options{})
 	good := Item{URL: "http://a.test/"}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // levelState is one of a host's (class, shift) queues.
@@ -920,7 +922,7 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 			return true
 		}
 	}
-	hk := HostKey(rec.URL)
+	hk := urlnorm.Origin(rec.URL)
 	id, _, _ := w.hostID(hk, false)
 	f := c.f
 	f.mu.Lock()

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/crawlspace/crawlspace/config"
 )
 
 // benchPage builds a realistic ~30 KB page: a head with scripts, styles and
@@ -77,20 +75,22 @@ of the quarter compare the outcome with the plan and feed the next round.</p>`, 
 }
 
 func BenchmarkExtract(b *testing.B) {
-	cfg := &config.Config{ExtraFields: map[string]string{"extra_category": ""}, Sources: []config.Source{{
-		Name:       "bench",
-		Extraction: config.Extraction{RemoveElements: []string{"header", "footer", "nav", "aside"}, MetaMappings: []string{"category:extra_category"}},
-	}}}
-	x, err := New(cfg, &cfg.Sources[0])
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := loadConfig(b, `extra_fields: {extra_category: keyword}
+sources:
+  - name: bench
+    start_urls: ["https://intranet.example.test/"]
+    extraction:
+      remove_elements: [header, footer, nav, aside]
+      meta_mappings: ["category:extra_category"]
+`)
+	x := New(cfg, &cfg.Sources[0])
 	body := benchPage()
 	u, _ := url.Parse("https://intranet.example.test/guides/planning/quarterly.html")
 	page := Page{URL: u, Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: body, Source: "bench"}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	var res *Result
+	var err error
 	for b.Loop() {
 		if res, err = x.Extract(page); err != nil {
 			b.Fatal(err)

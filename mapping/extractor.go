@@ -47,8 +47,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -59,25 +59,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/html/atom"
+
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/robots"
-	"golang.org/x/net/html/atom"
-)
-
-// Defaults for a source's extraction settings left unset. A list written
-// as [] in the configuration means none.
-var (
-	DefaultRemoveElements = []string{"header", "footer"}
-	DefaultRemoveClasses  = []string{"noindex"}
-	DefaultTitleOrder     = []string{"title", "meta", "h1", "url"}
-)
-
-const (
-	// DefaultMaxBodyBytes caps doc_body.
-	DefaultMaxBodyBytes = 1 << 20
-	// DefaultMaxLinksPerPage caps the distinct links taken from one page.
-	DefaultMaxLinksPerPage = 2000
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Page is a fetched page.
@@ -139,89 +126,30 @@ type extraField struct {
 	name, typ string
 }
 
-// New builds the extractor of src. Configuration mistakes come back as
-// config.Errors, each at the file position of the value it is about.
-func New(cfg *config.Config, src *config.Source) (*Extractor, error) {
-	if cfg == nil || src == nil {
-		return nil, errors.New("mapping: New needs a configuration and a source")
-	}
-	path := sourcePath(cfg, src)
+// New builds the extractor of src from a loaded configuration, which has
+// every default set and every value checked.
+func New(cfg *config.Config, src *config.Source) *Extractor {
 	ex := src.Extraction
-	var errs config.Errors
-	errf := func(p, format string, args ...any) { errs = append(errs, cfg.Errorf(p, format, args...)) }
-
 	x := &Extractor{
 		source:     src.Name,
 		meta:       make(map[string]*metaRule),
 		extraIndex: make(map[string]int),
 		maxBody:    ex.MaxBodyBytes,
 		maxLinks:   cfg.Fetch.MaxLinksPerPage,
+		titleOrder: ex.TitleOrder,
 	}
-	if x.maxBody == 0 {
-		x.maxBody = DefaultMaxBodyBytes
-	} else if x.maxBody < 0 {
-		errf(path+".extraction.max_body_bytes", "must not be negative")
-	}
-	if x.maxLinks == 0 {
-		x.maxLinks = DefaultMaxLinksPerPage
-	} else if x.maxLinks < 0 {
-		errf("fetch.max_links_per_page", "must not be negative")
-	}
-
-	elems := ex.RemoveElements
-	if elems == nil {
-		elems = DefaultRemoveElements
-	}
-	for i, e := range elems {
-		n := strings.ToLower(strings.TrimSpace(e))
-		if !validToken(n) {
-			errf(fmt.Sprintf("%s.extraction.remove_elements[%d]", path, i), "%q is not an element name", e)
-			continue
-		}
+	// HTML names are case-insensitive; the parser compares lower case.
+	for _, e := range ex.RemoveElements {
+		n := strings.ToLower(e)
 		x.removeKeys = append(x.removeKeys, elemKey(atom.Lookup([]byte(n)), []byte(n)))
 	}
-	classes := ex.RemoveClasses
-	if classes == nil {
-		classes = DefaultRemoveClasses
-	}
-	for i, c := range classes {
-		n := strings.ToLower(strings.TrimSpace(c))
-		if !validToken(n) {
-			errf(fmt.Sprintf("%s.extraction.remove_classes[%d]", path, i), "%q is not a class name", c)
-			continue
-		}
-		x.removeClasses = append(x.removeClasses, n)
+	for _, c := range ex.RemoveClasses {
+		x.removeClasses = append(x.removeClasses, strings.ToLower(c))
 	}
 
-	order := ex.TitleOrder
-	if order == nil {
-		order = DefaultTitleOrder
-	}
-	for i, o := range order {
-		n := strings.ToLower(strings.TrimSpace(o))
-		p := fmt.Sprintf("%s.extraction.title_order[%d]", path, i)
-		switch {
-		case !slices.Contains(DefaultTitleOrder, n):
-			errf(p, "unknown title source %q (want title, meta, h1 or url)", o)
-		case slices.Contains(x.titleOrder, n):
-			errf(p, "title source %q given twice", o)
-		default:
-			x.titleOrder = append(x.titleOrder, n)
-		}
-	}
-
-	names := make([]string, 0, len(cfg.ExtraFields))
-	for n := range cfg.ExtraFields {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		typ, ok := docfields.ExtraType(cfg.ExtraFields[n])
-		if !ok {
-			typ = docfields.DefaultExtraType // the config check reports it
-		}
+	for _, n := range slices.Sorted(maps.Keys(cfg.ExtraFields)) {
 		x.extraIndex[n] = len(x.extras)
-		x.extras = append(x.extras, extraField{name: n, typ: typ})
+		x.extras = append(x.extras, extraField{name: n, typ: cfg.ExtraFields[n]})
 	}
 
 	for _, k := range knownMeta {
@@ -235,78 +163,20 @@ func New(cfg *config.Config, src *config.Source) (*Extractor, error) {
 		}
 	}
 
-	for i, m := range ex.MetaMappings {
-		p := fmt.Sprintf("%s.extraction.meta_mappings[%d]", path, i)
-		// Split at the last colon: metadata names have colons of their
-		// own (og:type, article:tag), field names never do.
-		name, field, ok := config.SplitMetaMapping(m)
-		if !ok {
-			errf(p, "%q is not a mapping: want metaname:extra_field", m)
-			continue
-		}
+	for _, m := range ex.MetaMappings {
+		name, field, _ := config.SplitMetaMapping(m)
 		name = strings.ToLower(name)
-		if fi, ok := x.extraField(field, func(format string, args ...any) { errf(p, format, args...) }); ok {
-			r := x.meta[name]
-			if r == nil {
-				r = &metaRule{}
-				x.meta[name] = r
-			}
-			if !slices.Contains(r.extras, fi) {
-				r.extras = append(r.extras, fi)
-			}
+		fi := x.extraIndex[field]
+		r := x.meta[name]
+		if r == nil {
+			r = &metaRule{}
+			x.meta[name] = r
+		}
+		if !slices.Contains(r.extras, fi) {
+			r.extras = append(r.extras, fi)
 		}
 	}
-
-	for i, cr := range src.CrawlRules {
-		keys := make([]string, 0, len(cr.AddMeta))
-		for k := range cr.AddMeta {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := fmt.Sprintf("%s.crawl_rules[%d].add_meta.%s", path, i, k)
-			x.extraField(config.AddMetaField(k), func(format string, args ...any) { errf(p, format, args...) })
-		}
-	}
-
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return x, nil
-}
-
-// extraField checks a field a mapping names and returns its index.
-func (x *Extractor) extraField(field string, errf func(string, ...any)) (int, bool) {
-	if !docfields.ValidExtraName(field) {
-		errf("%q is not an extra field name: want extra_ followed by lower-case letters, digits or underscores", field)
-		return 0, false
-	}
-	fi, ok := x.extraIndex[field]
-	if !ok {
-		errf("field %s is not declared in extra_fields", field)
-		return 0, false
-	}
-	return fi, true
-}
-
-// sourcePath is the key path of src in cfg, for error positions.
-func sourcePath(cfg *config.Config, src *config.Source) string {
-	for i := range cfg.Sources {
-		if &cfg.Sources[i] == src {
-			return fmt.Sprintf("sources[%d]", i)
-		}
-	}
-	for i := range cfg.Sources {
-		if cfg.Sources[i].Name == src.Name {
-			return fmt.Sprintf("sources[%d]", i)
-		}
-	}
-	return "sources"
-}
-
-// validToken reports whether s is a usable element or class name.
-func validToken(s string) bool {
-	return s != "" && !strings.ContainsAny(s, " \t\r\n\f<>/\"'=")
+	return x
 }
 
 func (x *Extractor) removesKey(k uint64) bool {
@@ -392,17 +262,17 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 			base = b
 		}
 	}
-	lb := newLinkBase(base)
+	lb := urlnorm.NewBase(base)
 	var found int
 	res.Links, res.LinksCapped, found = p.resolveLinks(&lb, d.URL, x.maxLinks)
 	if res.LinksCapped {
 		res.LinksFound = found
 	}
 	if p.canonical != "" {
-		res.Canonical, _ = lb.resolve(p.canonical)
+		res.Canonical, _ = lb.Resolve(p.canonical)
 	} else if c := headerCanonical(page.Header); c != "" {
-		pb := newLinkBase(page.URL)
-		res.Canonical, _ = pb.resolve(c)
+		pb := urlnorm.NewBase(page.URL)
+		res.Canonical, _ = pb.Resolve(c)
 	}
 	d.ContentHash = ContentHash(d)
 	return res, nil

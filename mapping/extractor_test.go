@@ -1,7 +1,6 @@
 package mapping
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,22 +14,32 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 )
 
-func newExtractor(t testing.TB, mutate func(*config.Config)) *Extractor {
+// loadConfig loads a configuration the way crawlspace does, so every
+// default is set and every value checked before New sees it.
+func loadConfig(t testing.TB, yaml string) *config.Config {
 	t.Helper()
-	cfg := &config.Config{
-		File:        "crawl.yaml",
-		UserAgent:   "ExampleBot/2.0",
-		ExtraFields: map[string]string{"extra_category": "", "extra_n": "integer", "extra_when": "date"},
-		Sources:     []config.Source{{Name: "site"}},
-	}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	x, err := New(cfg, &cfg.Sources[0])
+	cfg, err := config.Parse("crawl.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return x
+	return cfg
+}
+
+func newExtractor(t testing.TB, mutate func(*config.Config)) *Extractor {
+	t.Helper()
+	cfg := loadConfig(t, `user_agent: ExampleBot/2.0
+extra_fields:
+  extra_category:
+  extra_n: integer
+  extra_when: date
+sources:
+  - name: site
+    start_urls: ["http://h.test/"]
+`)
+	if mutate != nil {
+		mutate(cfg)
+	}
+	return New(cfg, &cfg.Sources[0])
 }
 
 func extract(t testing.TB, x *Extractor, rawURL, body string, header ...string) *Result {
@@ -48,62 +57,6 @@ func extract(t testing.TB, x *Extractor, rawURL, body string, header ...string) 
 		t.Fatal(err)
 	}
 	return res
-}
-
-func TestNewReportsEachExtractionMistakeAtItsKeyPath(t *testing.T) {
-	cfg := &config.Config{
-		File:        "crawl.yaml",
-		ExtraFields: map[string]string{"extra_category": ""},
-		Fetch:       config.Fetch{MaxLinksPerPage: -1},
-		Sources: []config.Source{{Name: "a"}, {
-			Name: "b",
-			Extraction: config.Extraction{
-				RemoveElements: []string{"header", "bad name"},
-				RemoveClasses:  []string{""},
-				MetaMappings: []string{
-					"category:extra_category", // fine
-					"no-colon",
-					"category:Extra_Bad",
-					"category:extra_undeclared",
-					":extra_category",
-					"category:doc_title",
-				},
-				TitleOrder:   []string{"h1", "subtitle", "h1"},
-				MaxBodyBytes: -5,
-			},
-			CrawlRules: []config.CrawlRule{{AddMeta: map[string]string{"section": "x", "extra_nope": "y", "category": "z", "extra_category": "w"}}},
-		}},
-	}
-	_, err := New(cfg, &cfg.Sources[1])
-	var errs config.Errors
-	if !errors.As(err, &errs) {
-		t.Fatalf("error %v is not config.Errors", err)
-	}
-	var paths []string
-	for _, e := range errs {
-		if e.File != "crawl.yaml" {
-			t.Errorf("error %q has no file", e)
-		}
-		paths = append(paths, e.Path)
-	}
-	want := []string{
-		"sources[1].extraction.max_body_bytes",
-		"fetch.max_links_per_page",
-		"sources[1].extraction.remove_elements[1]",
-		"sources[1].extraction.remove_classes[0]",
-		"sources[1].extraction.title_order[1]",
-		"sources[1].extraction.title_order[2]",
-		"sources[1].extraction.meta_mappings[1]",
-		"sources[1].extraction.meta_mappings[2]",
-		"sources[1].extraction.meta_mappings[3]",
-		"sources[1].extraction.meta_mappings[4]",
-		"sources[1].extraction.meta_mappings[5]",
-		"sources[1].crawl_rules[0].add_meta.extra_nope",
-		"sources[1].crawl_rules[0].add_meta.section",
-	}
-	if !reflect.DeepEqual(paths, want) {
-		t.Errorf("error paths:\n got %q\nwant %q\n%v", paths, want, err)
-	}
 }
 
 func TestNewAcceptsAnEmptySourceWithDefaults(t *testing.T) {
@@ -437,11 +390,8 @@ func TestHeaderCanonicalIsUsedWhenTheHeadHasNone(t *testing.T) {
 }
 
 func TestExtractIsSafeForConcurrentUse(t *testing.T) {
-	cfg := goldenConfig()
-	x, err := New(cfg, &cfg.Sources[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := goldenConfig(t)
+	x := New(cfg, &cfg.Sources[0])
 	pages := []string{"dc-og-metadata", "custom-mappings", "shift-jis-no-charset", "base-href", "broken"}
 	want := make([]*Result, len(pages))
 	for i, name := range pages {
@@ -475,11 +425,8 @@ func FuzzExtract(f *testing.F) {
 	f.Add([]byte("<svg><title><style>x</style></title><a href=//h>\xff</a></svg><h1><h2>z"), "text/html; charset=shift_jis")
 	f.Add([]byte("\xff\xfe<\x00p\x00>\x00"), "")
 	f.Add([]byte(`<meta name="robots" content="none"><base href="http://[::1]/"><table><td><p><li>`), "text/html; charset=utf-8")
-	cfg := goldenConfig()
-	x, err := New(cfg, &cfg.Sources[0])
-	if err != nil {
-		f.Fatal(err)
-	}
+	cfg := goldenConfig(f)
+	x := New(cfg, &cfg.Sources[0])
 	u, _ := url.Parse("http://www.example.test/dir/page.html")
 	f.Fuzz(func(t *testing.T, body []byte, ctype string) {
 		res, err := x.Extract(Page{URL: u, Header: http.Header{"Content-Type": {ctype}, "X-Robots-Tag": {ctype}}, Body: body})

@@ -29,35 +29,31 @@ const goldenDir = "../testdata/pages"
 var goldenFetched = time.Date(2025, 1, 15, 9, 30, 0, 0, time.UTC)
 
 // goldenConfig is the configuration every golden page is extracted with.
-func goldenConfig() *config.Config {
-	return &config.Config{
-		UserAgent: "ExampleBot/2.0 (+http://bot.example.test/)",
-		ExtraFields: map[string]string{
-			"extra_category":  "",
-			"extra_subject":   "keyword",
-			"extra_tags":      "keyword",
-			"extra_section":   "keyword",
-			"extra_published": "date",
-			"extra_rating":    "double",
-		},
-		Sources: []config.Source{{
-			Name: "golden",
-			Extraction: config.Extraction{
-				RemoveElements: []string{"header", "footer", "nav", "aside"},
-				RemoveClasses:  []string{"noindex", "Cookie-Banner", "headerlink", "related", "sphinxsidebar"},
-				MetaMappings: []string{
-					"category:extra_category",
-					"Category:extra_category",
-					"DC.subject:extra_subject",
-					"DCTERMS.subject:extra_subject",
-					"article:tag:extra_tags",
-					"article:section:extra_section",
-					"article:published_time:extra_published",
-					"rating:extra_rating",
-				},
-			},
-		}},
-	}
+func goldenConfig(t testing.TB) *config.Config {
+	return loadConfig(t, `user_agent: "ExampleBot/2.0 (+http://bot.example.test/)"
+extra_fields:
+  extra_category:
+  extra_subject: keyword
+  extra_tags: keyword
+  extra_section: keyword
+  extra_published: date
+  extra_rating: double
+sources:
+  - name: golden
+    start_urls: ["http://www.example.test/"]
+    extraction:
+      remove_elements: [header, footer, nav, aside]
+      remove_classes: [noindex, Cookie-Banner, headerlink, related, sphinxsidebar]
+      meta_mappings:
+        - category:extra_category
+        - Category:extra_category
+        - DC.subject:extra_subject
+        - DCTERMS.subject:extra_subject
+        - article:tag:extra_tags
+        - article:section:extra_section
+        - article:published_time:extra_published
+        - rating:extra_rating
+`)
 }
 
 func goldenPage(t *testing.T, htmlPath string) Page {
@@ -89,11 +85,8 @@ func goldenPage(t *testing.T, htmlPath string) Page {
 }
 
 func TestGoldenPages(t *testing.T) {
-	cfg := goldenConfig()
-	x, err := New(cfg, &cfg.Sources[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := goldenConfig(t)
+	x := New(cfg, &cfg.Sources[0])
 	pages, _ := filepath.Glob(filepath.Join(goldenDir, "*.html"))
 	if len(pages) == 0 {
 		t.Fatal("no golden pages")

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// Element flags. The page is read in one pass with the x/net/html
-// tokenizer; a light stack of open elements, with the HTML standard's
+// Element flags. The page is read in one pass with the lexer of lexer.go
+// (x/net/html's token types, not its Tokenizer); a light stack of open elements, with the HTML standard's
 // implied end tags for p, li, dd/dt, table parts and options, tells where a
 // removed element ends even when the page leaves its children unclosed.
 const (
@@ -23,7 +23,7 @@ const (
 	fClosesP                    // its start tag closes an open <p>
 	fHeading                    // h1–h6
 	fForeign                    // svg and math: self-closing tags close
-	fRawText                    // the tokenizer reads its content as text
+	fRawText                    // the lexer reads its content as text
 	fInert                      // template: not part of the page, links included
 	fPre                        // pre, listing: line breaks in the text are kept
 )
@@ -634,8 +634,8 @@ func (p *parser) comment(t []byte) {
 	}
 }
 
-// parseAttrs reads the attributes of a raw start tag the way the tokenizer
-// does (first of duplicate names wins), as spans, without allocating.
+// parseAttrs reads the attributes of a raw start tag the way x/net/html's
+// Tokenizer does (first of duplicate names wins), as spans, without allocating.
 func parseAttrs(raw []byte, dst []attr) []attr {
 	n := len(raw)
 	i := 1

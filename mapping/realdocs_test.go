@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/crawlspace/crawlspace/config"
 )
 
 // realDocsDir is a Sphinx documentation site from a Debian package:
@@ -31,14 +29,11 @@ func TestRealDocumentationSiteGivesTitledDocuments(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "index.html")); err != nil {
 		t.Skipf("no documentation site at %s (install debian-policy or set CRAWLSPACE_REAL_DOCS)", root)
 	}
-	cfg := &config.Config{Sources: []config.Source{{Name: "policy"}}}
-	x, err := New(cfg, &cfg.Sources[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, "sources:\n  - name: policy\n    start_urls: [\"http://policy.test/\"]\n")
+	x := New(cfg, &cfg.Sources[0])
 	titles := map[string]string{}
 	pages := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".html") {
 			return err
 		}

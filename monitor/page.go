@@ -40,7 +40,7 @@ ul{margin:.2em 0;padding-left:1.2em}code{font-size:.95em}.small{color:#666;font-
 <h2>Sources</h2>
 <table id="sources">
 <tr><th class="l">source</th><th>fetched</th><th>pages/s</th><th>created</th><th>updated</th><th>unchanged</th><th>deleted</th><th>written</th><th>errors</th><th>queued</th><th>in store: fetched</th><th>error</th><th>excluded</th></tr>
-{{range .Sources}}<tr><td class="l">{{.Name}}</td><td>{{.Cycle.Fetched}}</td><td>{{rate .Cycle.Fetched .Elapsed}}</td><td>{{.Cycle.Created}}</td><td>{{.Cycle.Updated}}</td><td>{{.Cycle.Unchanged}}</td><td>{{.Cycle.Deleted}}</td><td>{{.Cycle.Written}}</td><td{{if .Cycle.Errors}} class="bad"{{end}}>{{.Cycle.Errors}}</td><td>{{.Queued}}</td><td>{{index .Store "fetched"}}</td><td>{{index .Store "error"}}</td><td>{{index .Store "excluded"}}</td></tr>
+{{range .Sources}}<tr><td class="l">{{.Name}}</td><td>{{.Cycle.Fetched}}</td><td>{{rate .Cycle.Fetched .Elapsed}}</td><td>{{.Cycle.Created}}</td><td>{{.Cycle.Updated}}</td><td>{{.Cycle.Unchanged}}</td><td>{{.Cycle.Deleted}}</td><td>{{.Cycle.Written}}</td><td{{if .Cycle.Errors}} class="bad"{{end}}>{{.Cycle.Errors}}</td><td>{{.Queued}}</td><td>{{index .States "fetched"}}</td><td>{{index .States "error"}}</td><td>{{index .States "excluded"}}</td></tr>
 {{end}}</table>
 <div class="small">The counts of the {{if .Running}}running{{else}}last{{end}} cycle; the state store's URLs by state from the last count.</div>
 

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -144,16 +143,13 @@ type SourceView struct {
 	// Cycle holds the running cycle's counts.
 	Cycle   provider.Counts `json:"cycle"`
 	Elapsed float64         `json:"elapsed_seconds"`
-	// Store holds the source's URLs in the state store by state, and the
-	// Error and Excluded ones by reason.
-	Store         map[string]int            `json:"store"`
-	StoreReasons  map[string]map[string]int `json:"store_reasons,omitempty"`
-	Queued        int                       `json:"queued"`
-	NextDiscovery time.Time                 `json:"next_discovery,omitzero"`
-	DiscoveryDue  bool                      `json:"discovery_due"`
-	AgedCheckDue  int                       `json:"aged_check_due"`
-	MaxAge        string                    `json:"max_age,omitempty"`
-	Interval      string                    `json:"discovery_interval"`
+	// StoreView holds the source's URLs in the state store, from the
+	// last count.
+	StoreView
+	NextDiscovery time.Time `json:"next_discovery,omitzero"`
+	DiscoveryDue  bool      `json:"discovery_due"`
+	MaxAge        string    `json:"max_age,omitempty"`
+	Interval      string    `json:"discovery_interval"`
 }
 
 // ReasonView is one reason of a report, with its examples.
@@ -186,7 +182,7 @@ func (s *Server) View() View {
 	}
 	for i := range s.cfg.Sources {
 		sc := &s.cfg.Sources[i]
-		sv := SourceView{Name: sc.Name, Store: map[string]int{}, Interval: short(sc.DiscoveryInterval.D())}
+		sv := SourceView{Name: sc.Name, Interval: short(sc.DiscoveryInterval.D())}
 		if sc.MaxAge > 0 {
 			sv.MaxAge = short(sc.MaxAge.D())
 		}
@@ -200,23 +196,11 @@ func (s *Server) View() View {
 			}
 			sv.Elapsed = end.Sub(v.Current.Started).Seconds()
 		}
+		var st *SourceState
 		if snap != nil {
-			if st := snap.Sources[sc.Name]; st != nil {
-				for i, n := range st.States {
-					if n > 0 && frontier.State(i) != frontier.InFlight {
-						sv.Store[frontier.State(i).String()] = n
-					}
-				}
-				if len(st.Reasons) > 0 {
-					sv.StoreReasons = map[string]map[string]int{}
-					for state, m := range st.Reasons {
-						sv.StoreReasons[state.String()] = m
-					}
-				}
-				sv.Queued = st.Waiting()
-				sv.AgedCheckDue = st.AgedCheckDue
-			}
+			st = snap.Sources[sc.Name]
 		}
+		sv.StoreView = st.View()
 		if t, err := s.crawler.NextDiscovery(sc.Name); err == nil {
 			sv.NextDiscovery = t
 			sv.DiscoveryDue = !t.After(now)

@@ -80,7 +80,7 @@ func TestStatusPageShowsProgressTheLastCycleReasonsAndWhatIsDue(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Cycles != 1 || v.Running || len(v.Sources) != 1 || v.Sources[0].Cycle.Fetched != 9 || v.Sources[0].Store["fetched"] < 5 {
+	if v.Cycles != 1 || v.Running || len(v.Sources) != 1 || v.Sources[0].Cycle.Fetched != 9 || v.Sources[0].States["fetched"] < 5 {
 		t.Errorf("status.json = %s", raw)
 	}
 	if v.Last == nil || v.Last.Total.Fetched != report.Total.Fetched {

@@ -52,6 +52,38 @@ func (s *SourceState) Waiting() int {
 	return s.States[frontier.Waiting] + s.States[frontier.InFlight]
 }
 
+// StoreView is one source's URLs in the state store as JSON, with the
+// same keys in `crawlspace status -json` and in /status.json.
+type StoreView struct {
+	Total int `json:"total"`
+	// States counts URLs by state; states without URLs are left out, and
+	// so are leased ones, which Queued counts with the waiting.
+	States map[string]int `json:"store"`
+	// Reasons counts the Error and Excluded URLs: state, then reason.
+	Reasons      map[string]map[string]int `json:"store_reasons"`
+	Queued       int                       `json:"queued"`
+	AgedCheckDue int                       `json:"aged_check_due"`
+}
+
+// View gives the source's counts as StoreView; a nil s (a source the
+// store holds nothing of) gives zero counts.
+func (s *SourceState) View() StoreView {
+	v := StoreView{States: map[string]int{}, Reasons: map[string]map[string]int{}}
+	if s == nil {
+		return v
+	}
+	v.Total, v.Queued, v.AgedCheckDue = s.Total(), s.Waiting(), s.AgedCheckDue
+	for i, n := range s.States {
+		if n > 0 && frontier.State(i) != frontier.InFlight {
+			v.States[frontier.State(i).String()] = n
+		}
+	}
+	for state, m := range s.Reasons {
+		v.Reasons[state.String()] = m
+	}
+	return v
+}
+
 // NewStates counts front's URLs for the sources of cfg.
 func NewStates(front *frontier.Frontier, cfg *config.Config) *States {
 	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: time.Second, now: time.Now}

@@ -27,6 +27,7 @@ import (
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Crawler runs crawl cycles over every source of one configuration.
@@ -123,7 +124,7 @@ func (c *Crawler) warnings(report *Report) {
 		c.log.Warn("TLS certificates are not verified", "setting", "fetch.insecure_skip_verify")
 	}
 	for _, src := range c.order {
-		if !config.Bool(src.cfg.Robots.Obey, true) {
+		if !*src.cfg.Robots.Obey {
 			report.Warn(fmt.Sprintf("source %s ignores robots.txt and robots directives (robots.obey: false)", src.cfg.Name))
 			c.log.Warn("robots.txt and robots directives ignored", "source", src.cfg.Name, "setting", "robots.obey")
 		}
@@ -298,7 +299,7 @@ func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 	src := c.sourceForHost(hostKey)
 	p := src.cfg.Politeness
 	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
-	if config.Bool(p.ObeyCrawlDelay, true) && config.Bool(src.cfg.Robots.Obey, true) {
+	if *p.ObeyCrawlDelay && *src.cfg.Robots.Obey {
 		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > 0 {
 			// Crawl-delay asks for one request per delay: with two slots
 			// the second request would start while the first still runs.
@@ -579,7 +580,7 @@ func (c *Crawler) publish(ctx context.Context) error {
 // it first schedules it, so a Crawl-delay learnt only with the first page
 // would let a second request start alongside the first.
 func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
-	if !config.Bool(src.cfg.Robots.Obey, true) || !config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
+	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay {
 		return
 	}
 	for host := range src.own {
@@ -737,7 +738,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	if err != nil {
 		return 0, nil, err
 	}
-	src := c.sourceForHost(frontier.HostKey(u.String()))
+	src := c.sourceForHost(urlnorm.Origin(u.String()))
 	// The cache reads one byte past what it parses, to know the file was cut.
 	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
 	if err != nil {
@@ -746,7 +747,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	// A site behind authentication serves its robots.txt behind it too;
 	// without the credentials a 401 would read as "everything allowed".
 	src.setHeaders(req.Header, robotsURL, c.cfg.UserAgent)
-	host := frontier.HostKey(robotsURL)
+	host := urlnorm.Origin(robotsURL)
 	res, err := src.robotsClient.Do(req)
 	if err != nil {
 		c.robotsRead.Store(host, time.Now())

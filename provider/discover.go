@@ -32,8 +32,8 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 	for _, u := range src.cfg.Feeds {
 		files = append(files, file{u, 0})
 	}
-	obey := config.Bool(src.cfg.Robots.Obey, true)
-	if config.Bool(src.cfg.UseSitemaps, true) && obey {
+	obey := *src.cfg.Robots.Obey
+	if *src.cfg.UseSitemaps && obey {
 		for host := range src.own {
 			hu, err := url.Parse(host + "/")
 			if err != nil {
@@ -119,7 +119,7 @@ func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim 
 	if err != nil {
 		return nil, err
 	}
-	if config.Bool(src.cfg.Robots.Obey, true) {
+	if *src.cfg.Robots.Obey {
 		if ok, line, err := c.robots.Allowed(ctx, u); err != nil || !ok {
 			if err != nil {
 				return nil, err

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"mime"
@@ -43,19 +42,9 @@ func newTransport(cfg *config.Config, check func(netip.Addr) error) (*http.Trans
 		}
 	}
 	tlsCfg := &tls.Config{InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // opt-in, warned about at start
-	if f.CAFile != "" {
-		pem, err := os.ReadFile(f.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("fetch.ca_file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("fetch.ca_file %s: no certificates found", f.CAFile)
-		}
-		tlsCfg.RootCAs = pool
+	var err error
+	if tlsCfg.RootCAs, err = f.RootCAs(); err != nil {
+		return nil, err
 	}
 	tr := &http.Transport{
 		DialContext:           dialer.DialContext,

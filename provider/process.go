@@ -14,7 +14,6 @@ import (
 
 	"github.com/gocolly/colly/v2"
 
-	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
@@ -174,12 +173,12 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 		c.exclude(lease, rec, src, "extract_failed", err.Error())
 		return
 	}
-	obey := config.Bool(src.cfg.Robots.Obey, true)
+	obey := *src.cfg.Robots.Obey
 	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
 		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
 		ReadLinks: true}
-	if follow && config.Bool(src.cfg.Discovery, true) {
+	if follow && *src.cfg.Discovery {
 		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
 	}
 	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
@@ -392,7 +391,7 @@ func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
 		return ""
 	}
 	cu, d := src.rules.DecideFound(found, it.Depth)
-	if cu == it.URL || frontier.HostKey(cu) != frontier.HostKey(it.URL) || !d.Crawl || !d.Index {
+	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
 		return ""
 	}
 	if _, err := c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
@@ -620,11 +619,11 @@ func (c *Crawler) write(w *write) {
 // robotsAllow checks robots.txt for u. A refusal returns the deciding line;
 // a robots.txt that cannot be read postpones the URL (ok false, why "").
 func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *source, u *url.URL) (ok bool, why string) {
-	if !config.Bool(src.cfg.Robots.Obey, true) {
+	if !*src.cfg.Robots.Obey {
 		return true, ""
 	}
 	r, err := c.robots.Get(ctx, u)
-	if err == nil && config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
+	if err == nil && *src.cfg.Politeness.ObeyCrawlDelay {
 		if d := r.CrawlDelay(c.agent); d > 0 {
 			c.delays.Store(lease.HostKey(), d)
 		}

@@ -188,9 +188,6 @@ func (r *Report) sourceOf(url string) string {
 // acknowledgement is counted against it.
 func (r *Report) expect(url, src string) { r.urlToSrc.Store(url, src) }
 
-// SinkResult counts a sink acknowledgement; pass it to the sink constructor.
-func (r *Report) SinkResult(res sink.Result) { r.sinkResult(res) }
-
 // sinkResult counts an acknowledgement and returns the source it counted it against.
 func (r *Report) sinkResult(res sink.Result) string {
 	src := ""

@@ -9,10 +9,10 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // source is one configured source with everything compiled for it.
@@ -40,13 +40,9 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if rs == nil {
 		return nil, fmt.Errorf("source %s: no compiled rules", sc.Name)
 	}
-	ex, err := mapping.New(c.cfg, sc)
-	if err != nil {
-		return nil, err
-	}
-	src := &source{cfg: sc, rules: rs, extractor: ex, own: map[string]bool{}, headers: http.Header{}}
+	src := &source{cfg: sc, rules: rs, extractor: mapping.New(c.cfg, sc), own: map[string]bool{}, headers: http.Header{}}
 	for _, u := range rs.StartURLs() {
-		src.own[frontier.HostKey(u)] = true
+		src.own[urlnorm.Origin(u)] = true
 	}
 	for k, v := range sc.Headers {
 		src.headers.Set(k, v)
@@ -89,7 +85,7 @@ func (c *Crawler) redirectPolicy(limit int) func(*http.Request, []*http.Request)
 // were meant for only; net/http strips Authorization across domains but not
 // custom headers.
 func (c *Crawler) keepHeadersHome(req *http.Request, via []*http.Request) error {
-	if frontier.HostKey(via[len(via)-1].URL.String()) != frontier.HostKey(req.URL.String()) {
+	if urlnorm.Origin(via[len(via)-1].URL.String()) != urlnorm.Origin(req.URL.String()) {
 		req.Header.Del("Authorization")
 		for k := range c.sourceHeaders {
 			req.Header.Del(k)
@@ -169,7 +165,7 @@ func (c *Crawler) newCollector(tr http.RoundTripper) *colly.Collector {
 // then the crawler's User-Agent and the codings it decodes, which a
 // configured header does not replace.
 func (s *source) setHeaders(h http.Header, rawURL, userAgent string) {
-	if s.own[frontier.HostKey(rawURL)] {
+	if s.own[urlnorm.Origin(rawURL)] {
 		for k, v := range s.headers {
 			h[k] = v
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Fetcher GETs a robots.txt URL. The provider supplies it so that robots.txt
@@ -306,15 +308,10 @@ func origin(u *url.URL) (key, robotsURL string, err error) {
 		return "", "", errors.New("robots: nil URL")
 	}
 	scheme := strings.ToLower(u.Scheme)
-	var defPort string
-	switch scheme {
-	case "http":
-		defPort = "80"
-	case "https":
-		defPort = "443"
-	default:
+	if scheme != "http" && scheme != "https" {
 		return "", "", fmt.Errorf("robots: scheme %q has no robots.txt", u.Scheme)
 	}
+	defPort := urlnorm.DefaultPort(scheme)
 	host := strings.ToLower(u.Hostname())
 	if host == "" {
 		return "", "", errors.New("robots: URL has no host")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -15,12 +16,16 @@ func ptr[T any](v T) *T { return &v }
 // include and exclude substrings, regexps, prefix and domain rules, crawl
 // rules and kill patterns.
 func bigConfig() *config.Config {
-	src := config.Source{
-		Name:               "big",
-		StartURLs:          []string{"http://www.dept1.example.com/section-1/"},
-		StayOnStartHosts:   ptr(false),
-		HonoredQueryParams: []string{"id", "page"},
+	cfg, err := config.Parse("big.yaml", []byte("sources:\n  - name: big\n    start_urls: [\"http://www.dept1.example.com/section-1/\"]\n"))
+	if err != nil {
+		panic(err)
 	}
+	src := &cfg.Sources[0]
+	src.StayOnStartHosts = ptr(false)
+	src.HonoredQueryParams = []string{"id", "page"}
+	// No depth limits, and the longest URL the store holds, as before
+	// the config gave the defaults.
+	src.MaxPathDepth, src.MaxLinkDepth, src.MaxURLLength = 0, 0, frontier.MaxURLLength
 	for i := range 150 {
 		src.Include = append(src.Include, fmt.Sprintf("/section-%d/", i))
 	}
@@ -53,7 +58,7 @@ func bigConfig() *config.Config {
 	for i := range 25 {
 		src.KillPatterns = append(src.KillPatterns, fmt.Sprintf("/section-%d/index/", i))
 	}
-	return &config.Config{File: "big.yaml", Sources: []config.Source{src}}
+	return cfg
 }
 
 func benchURLs() []string {

@@ -256,15 +256,9 @@ func (mc *matchCompiler) compile(m *config.Match, path string) mnode {
 		return mnode{op: opExact, field: fQuery, lit: mc.queryValue(*m.Query, nLower)}
 	case m.InQuery != nil:
 		return mnode{op: opContains, field: fQuery, lit: mc.literal(fQuery, nLower, *m.InQuery, path+".inquery")}
-	case m.Length != nil:
-		fieldName := m.Length.Field
-		if fieldName == "" {
-			fieldName = "path"
-		}
-		return mc.length(fieldName, m.Length.Value, path+".length.field", path+".length.value", nNone)
 	}
-	mc.errorf(path, "empty match")
-	return mnode{op: opOr} // matches nothing
+	// Length: config checked that a node holds exactly one operator.
+	return length(fieldNames[m.Length.Field], m.Length.Value, nNone)
 }
 
 func (mc *matchCompiler) list(o op, ms []config.Match, path string) mnode {
@@ -275,37 +269,24 @@ func (mc *matchCompiler) list(o op, ms []config.Match, path string) mnode {
 	return n
 }
 
-func (mc *matchCompiler) length(fieldName, value, fieldPath, valuePath string, nm normMode) mnode {
-	fl, ok := fieldNames[fieldName]
-	if !ok {
-		mc.errorf(fieldPath, "field must be url, scheme, host, path or query, got %q", fieldName)
-	}
-	lo, hi, err := config.ParseLengthRange(value)
-	if err != nil {
-		mc.errorf(valuePath, "%v", err)
-	}
+// length compiles a range config checked to parse.
+func length(fl field, value string, nm normMode) mnode {
+	lo, hi, _ := config.ParseLengthRange(value)
 	return mnode{op: opLength, field: fl, norm: nm, lo: lo, hi: hi}
 }
 
 func (mc *matchCompiler) atom(a *config.Atom, path string) mnode {
-	fl, ok := fieldNames[a.Field]
-	if !ok {
-		mc.errorf(path+".field", "must be url, scheme, host, path or query, got %q", a.Field)
-	}
-	var nm normMode
+	fl := fieldNames[a.Field]
+	nm := nLower
 	switch a.Norm {
-	case "", "lower":
-		nm = nLower
 	case "none":
 		nm = nNone
 	case "norm":
 		nm = nNorm
-	default:
-		mc.errorf(path+".norm", "must be none, lower or norm, got %q", a.Norm)
 	}
 	switch a.Kind {
 	case "length":
-		return mc.length(a.Field, a.Value, path+".field", path+".value", nm)
+		return length(fl, a.Value, nm)
 	case "inside":
 		expr := a.Value
 		if nm != nNone {
@@ -317,7 +298,7 @@ func (mc *matchCompiler) atom(a *config.Atom, path string) mnode {
 			return mnode{op: opOr}
 		}
 		return mnode{op: opRegexp, field: fl, norm: nm, re: re}
-	case "exact", "prefix", "suffix":
+	default: // exact, prefix or suffix: config checked the kind
 		var lit string
 		switch {
 		case fl == fURL && a.Kind == "exact" && nm != nNorm:
@@ -330,8 +311,6 @@ func (mc *matchCompiler) atom(a *config.Atom, path string) mnode {
 		o := map[string]op{"exact": opExact, "prefix": opPrefix, "suffix": opSuffix}[a.Kind]
 		return mnode{op: o, field: fl, norm: nm, lit: lit}
 	}
-	mc.errorf(path+".kind", "must be exact, prefix, suffix, inside or length, got %q", a.Kind)
-	return mnode{op: opOr}
 }
 
 // unescapeLiteral drops the backslash of "\x", the seed's way of writing a

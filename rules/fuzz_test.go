@@ -26,22 +26,24 @@ func FuzzCompile(f *testing.F) {
 		f.Add(s[0], s[1], s[2], s[3])
 	}
 	f.Fuzz(func(t *testing.T, rule, pattern, expr, value string) {
-		cfg := &config.Config{File: "fuzz.yaml", AllowPrivateNetworks: true, Sources: []config.Source{{
-			Name:       "s",
-			StartURLs:  []string{"http://start.example/"},
-			Rules:      []string{rule},
-			Exclude:    []string{pattern},
-			KillExact:  []string{value},
-			RejectList: "",
-			CrawlRules: []config.CrawlRule{
-				{Match: config.Match{Atom: &config.Atom{Field: "url", Kind: "inside", Value: expr}}, Priority: 1},
-				{Match: config.Match{Or: []config.Match{
-					{Domain: &value}, {Path: &value}, {InQuery: &value}, {Query: &value},
-					{Atom: &config.Atom{Field: "path", Kind: "suffix", Norm: "norm", Value: value}},
-					{Length: &config.Length{Field: "host", Value: value}},
-				}}, Ignore: true},
-			},
-		}}}
+		// Loaded, so every default is set; the fuzzed values go in after
+		// config's checks, which Compile must survive without.
+		cfg, err := config.Parse("fuzz.yaml", []byte("allow_private_networks: true\nsources:\n  - name: s\n    start_urls: [\"http://start.example/\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &cfg.Sources[0]
+		src.Rules = []string{rule}
+		src.Exclude = []string{pattern}
+		src.KillExact = []string{value}
+		src.CrawlRules = []config.CrawlRule{
+			{Match: config.Match{Atom: &config.Atom{Field: "url", Kind: "inside", Value: expr}}, Priority: 1},
+			{Match: config.Match{Or: []config.Match{
+				{Domain: &value}, {Path: &value}, {InQuery: &value}, {Query: &value},
+				{Atom: &config.Atom{Field: "path", Kind: "suffix", Norm: "norm", Value: value}},
+				{Length: &config.Length{Field: "host", Value: value}},
+			}}, Ignore: true},
+		}
 		set, err := Compile(cfg)
 		if err != nil {
 			var errs config.Errors

@@ -36,7 +36,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -76,17 +75,6 @@ const (
 	ReasonMIMEType         Reason = "mime_type"         // mime_types
 	ReasonRobots           Reason = "robots"            // robots.txt
 )
-
-// Reasons lists every reason, for reports that count URLs by reason.
-func Reasons() []Reason {
-	return []Reason{
-		ReasonInvalid, ReasonScheme, ReasonURLTooLong, ReasonQueryString, ReasonMaxPathDepth,
-		ReasonMaxLinkDepth, ReasonIgnoredExtension, ReasonOffsite, ReasonOutsideStartDir,
-		ReasonForbiddenDomain, ReasonForbiddenPrefix, ReasonNotIncluded, ReasonExcluded,
-		ReasonRejected, ReasonRuleIgnore, ReasonKilled, ReasonRuleNoindex, ReasonRuleNofollow,
-		ReasonForbiddenAddress, ReasonMIMEType, ReasonRobots,
-	}
-}
 
 // Decision is what the crawl space says about one URL.
 type Decision struct {
@@ -308,26 +296,17 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 	warnf := func(p, format string, args ...any) { *warnings = append(*warnings, cfg.Errorf(p, format, args...)) }
 	s := &Source{Name: src.Name, cfg: cfg, path: path}
 
-	honored := src.HonoredQueryParams
-	if honored == nil {
-		honored = []string{"id"}
-	}
-	s.norm = urlnorm.New(honored)
-	s.keepsAll = slices.Contains(honored, "*")
+	s.norm = urlnorm.New(src.HonoredQueryParams)
+	s.keepsAll = slices.Contains(src.HonoredQueryParams, "*")
 
-	for _, sc := range src.Schemes {
-		s.schemes = append(s.schemes, strings.ToLower(sc))
-	}
-	if len(s.schemes) == 0 {
-		s.schemes = []string{"http", "https"}
-	}
-	s.schemesRef = cfg.Ref(at("schemes"))
+	s.schemes, s.schemesRef = src.Schemes, cfg.Ref(at("schemes"))
 	s.maxURLLen, s.maxURLLenRef = src.MaxURLLength, cfg.Ref(at("max_url_length"))
 	if s.maxURLLen <= 0 || s.maxURLLen > frontier.MaxURLLength {
-		// Whatever the config says, a URL the state store cannot hold is refused.
+		// Not a default: the store's own limit, which holds even for a
+		// config changed after loading.
 		s.maxURLLen = frontier.MaxURLLength
 	}
-	s.followQuery, s.followQueryRef = config.Bool(src.FollowQueryStrings, true), cfg.Ref(at("follow_query_strings"))
+	s.followQuery, s.followQueryRef = *src.FollowQueryStrings, cfg.Ref(at("follow_query_strings"))
 	s.maxPathDepth, s.maxPathRef = src.MaxPathDepth, cfg.Ref(at("max_path_depth"))
 	s.maxLinkDepth, s.maxLinkRef = src.MaxLinkDepth, cfg.Ref(at("max_link_depth"))
 
@@ -416,9 +395,6 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 			priority: r.Priority,
 			ref:      cfg.Ref(p),
 		}
-		if cr.priority < -2 || cr.priority > 2 {
-			errorf(p+".priority", "must be from -2 (highest) to 2 (lowest), got %d", cr.priority)
-		}
 		if len(r.AddMeta) > 0 {
 			cr.meta = make(map[string][]string, len(r.AddMeta))
 			for k, v := range r.AddMeta {
@@ -433,7 +409,7 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 	s.behindProxy = cfg.Fetch.Proxy != ""
 
 	// Start URLs last: they are checked against everything above.
-	s.stayOnHosts, s.stayHostRef = config.Bool(src.StayOnStartHosts, true), cfg.Ref(at("stay_on_start_hosts"))
+	s.stayOnHosts, s.stayHostRef = *src.StayOnStartHosts, cfg.Ref(at("stay_on_start_hosts"))
 	s.stayInDir, s.stayDirRef = src.StayInStartDir, cfg.Ref(at("stay_in_start_dir"))
 	s.origins = map[string]bool{}
 	type start struct {
@@ -511,11 +487,7 @@ func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at fu
 			}
 		}
 	}
-	list := src.IgnoredExtensions
-	if list == nil {
-		list = []string{"default"}
-	}
-	for j, e := range list {
+	for j, e := range src.IgnoredExtensions {
 		ref := cfg.Ref(fmt.Sprintf("%s[%d]", at("ignored_extensions"), j))
 		if strings.EqualFold(e, "default") {
 			for _, d := range DefaultIgnoredExtensions {
@@ -529,16 +501,12 @@ func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at fu
 		add(e, cfg.Ref(fmt.Sprintf("always_ignored_extensions[%d]", j)))
 	}
 
-	mimes := src.MimeTypes
-	if mimes == nil {
-		mimes = []string{"text/html", "application/xhtml+xml"}
-	}
 	s.mimeRef = cfg.Ref(at("mime_types"))
 	s.mimeTypes = map[string]bool{}
-	for _, m := range mimes {
-		m = strings.ToLower(strings.TrimSpace(m))
+	for _, m := range src.MimeTypes {
+		m = strings.ToLower(m)
 		switch {
-		case m == "*/*" || m == "*":
+		case m == "*/*":
 			s.mimeWild = append(s.mimeWild, "")
 		case strings.HasSuffix(m, "/*"):
 			s.mimeWild = append(s.mimeWild, strings.TrimSuffix(m, "*"))
@@ -562,16 +530,9 @@ func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at fu
 // normalised, the query filter applied.
 func (s *Source) StartURLs() []string { return s.startURLs }
 
-// Normalizer returns the source's URL normaliser, with its query filter.
-func (s *Source) Normalizer() *urlnorm.Normalizer { return s.norm }
-
 // Normalize normalises raw with the source's query filter: the URL that is
 // fetched, not the one rules judge (see DecideFound).
 func (s *Source) Normalize(raw string) (string, error) { return s.norm.Normalize(raw) }
-
-// Resolve resolves a link found on the page at base and normalises it with
-// the source's query filter, as Normalize.
-func (s *Source) Resolve(base *url.URL, ref string) (string, error) { return s.norm.Resolve(base, ref) }
 
 // Rewrite applies the source's query filter to found, a URL normalised as
 // found: the result is the URL queued, fetched and indexed. A URL without

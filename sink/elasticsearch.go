@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,24 +149,11 @@ const (
 // request_timeout: a node that answers at all does so at once.
 const connectTimeout = 10 * time.Second
 
-// NewClient builds a client from the configuration with TLS verified unless
-// the configuration says otherwise.
-func NewClient(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
-	return newClient(cfg, nil)
-}
-
 func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.RoundTripper) (*elasticsearch.Client, error) {
 	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, warned about by the caller
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("elasticsearch ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("elasticsearch ca_file %s: no certificates found", cfg.CAFile)
-		}
-		tlsCfg.RootCAs = pool
+	var err error
+	if tlsCfg.RootCAs, err = cfg.RootCAs(); err != nil {
+		return nil, err
 	}
 	// Without these a node that accepts connections and never answers
 	// holds a request, and everything waiting on it, for ever.
@@ -180,10 +165,7 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 	tr.ResponseHeaderTimeout = timeout
 	tr.TLSClientConfig = tlsCfg
 	tr.MaxIdleConnsPerHost = 16
-	var rt http.RoundTripper = tr
-	if wrap != nil {
-		rt = wrap(tr)
-	}
+	rt := wrap(tr)
 	return elasticsearch.NewClient(elasticsearch.Config{
 		Addresses: cfg.Addresses,
 		Username:  cfg.Username,
@@ -197,8 +179,9 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 }
 
 // NewElasticsearch prepares the physical index for the current mapping
-// (creating it if needed) and starts the bulk workers. extra declares the
-// extra_* fields and their types.
+// (creating it if needed) and starts the bulk workers. cfg and extra (the
+// extra_* fields and their types) are as config.Load leaves them: every
+// default set, every value checked.
 func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string, onResult func(Result)) (*Elasticsearch, error) {
 	if onResult == nil {
 		onResult = func(Result) {}
@@ -216,12 +199,6 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 		latest:        map[string]*write{},
 		kick:          make(chan struct{}),
 	}
-	if s.flushBytes <= 0 {
-		s.flushBytes = 5_000_000
-	}
-	if s.flushInterval <= 0 {
-		s.flushInterval = time.Second
-	}
 	s.settled = sync.NewCond(&s.mu)
 	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs} })
 	if err != nil {
@@ -233,7 +210,7 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	}
 	// Requests outlive the caller's per-call contexts but end with Close.
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	for range max(cfg.BulkWorkers, 1) {
+	for range cfg.BulkWorkers {
 		s.workers.Go(s.work)
 	}
 	return s, nil
@@ -245,9 +222,6 @@ func (s *Elasticsearch) String() string {
 
 // PhysicalIndex is the concrete index documents are written to.
 func (s *Elasticsearch) PhysicalIndex() string { return s.physical }
-
-// Alias is the name searches use.
-func (s *Elasticsearch) Alias() string { return s.alias }
 
 func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string) error {
 	res, err := s.client.Indices.Exists([]string{s.physical}, s.client.Indices.Exists.WithContext(ctx))
@@ -263,22 +237,9 @@ func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsear
 		return fmt.Errorf("elasticsearch: checking index %s: %s", s.physical, res.Status())
 	}
 	body := docfields.Mapping(extra)
-	settings := map[string]any{}
-	if cfg.Shards > 0 {
-		settings["number_of_shards"] = cfg.Shards
-	}
-	if cfg.Replicas != nil {
-		settings["number_of_replicas"] = *cfg.Replicas
-	}
-	if len(settings) > 0 {
-		if existing, ok := body["settings"].(map[string]any); ok {
-			for k, v := range settings {
-				existing[k] = v
-			}
-		} else {
-			body["settings"] = settings
-		}
-	}
+	settings := body["settings"].(map[string]any)
+	settings["number_of_shards"] = cfg.Shards
+	settings["number_of_replicas"] = *cfg.Replicas
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return err

@@ -48,7 +48,8 @@ func (r *results) outcomes() []sink.Outcome {
 func zero() *int { z := 0; return &z }
 
 func esConfig(addr, index string) *config.Elasticsearch {
-	return &config.Elasticsearch{Addresses: []string{addr}, Index: index, Replicas: zero(), BulkWorkers: 1,
+	return &config.Elasticsearch{Addresses: []string{addr}, Index: index, Shards: 1, Replicas: zero(), BulkWorkers: 1,
+		BulkFlushBytes: 5_000_000, BulkFlushInterval: config.Duration(time.Second),
 		RequestTimeout: config.Duration(config.DefaultESRequestTimeout)}
 }
 

@@ -1,6 +1,10 @@
 package sitemap
 
-import "net/url"
+import (
+	"net/url"
+
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
 
 // isAbsHTTP reports whether s is usable as written: an absolute http or
 // https URL with a host, no white space or control characters, and no
@@ -56,8 +60,9 @@ func hasPrefixFold[T string | []byte](s T, prefix string) bool {
 	return true
 }
 
-// resolve returns s, trimmed, as an absolute http(s) URL, resolving a
-// relative reference against base when base is not nil.
+// resolve returns s, trimmed, as an absolute http(s) URL: as written when
+// it is one, else resolved against base (when not nil) the way a page's
+// links are.
 func resolve(base *url.URL, s []byte) (string, bool) {
 	s = trimSpace(s)
 	if isAbsHTTP(s) {
@@ -66,15 +71,12 @@ func resolve(base *url.URL, s []byte) (string, bool) {
 	if base == nil || len(s) == 0 || len(s) > maxURLLen {
 		return "", false
 	}
-	ref, err := url.Parse(string(s))
-	if err != nil {
+	b := urlnorm.NewBase(base)
+	abs, ok := b.AppendResolved(nil, s)
+	if !ok || !isAbsHTTP(abs) {
 		return "", false
 	}
-	abs := base.ResolveReference(ref).String()
-	if !isAbsHTTP(abs) {
-		return "", false
-	}
-	return abs, true
+	return string(abs), true
 }
 
 // parseBase parses s as an absolute http(s) base URL, or returns nil.

@@ -70,3 +70,27 @@ func (p Parts) EffectivePort() string {
 	}
 	return DefaultPort(p.Scheme)
 }
+
+// Origin returns "scheme://host[:port]" of a URL as written, user
+// information left out, or "" when the URL is not absolute. It is the key
+// of a host wherever one is kept (the store's scheduling, politeness, a
+// source's own hosts); for a URL Normalize produced it equals
+// Split(url).Origin, without checking the rest.
+func Origin(url string) string {
+	i := strings.Index(url, "://")
+	if i <= 0 {
+		return ""
+	}
+	rest := url[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if end == 0 {
+		return ""
+	}
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		return url[:i+3] + rest[at+1:end]
+	}
+	return url[:i+3+end]
+}

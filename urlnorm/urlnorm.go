@@ -28,6 +28,12 @@
 // the normaliser, decide which schemes a source crawls.
 //
 // Input that is already normalised is returned as is, without allocating.
+//
+// Resolving a reference against a base URL is done here too, two ways:
+// Base resolves the links of a page, a sitemap or a feed as net/url does,
+// without normalising (what is kept is normalised later, once), and
+// Resolve resolves and normalises one reference in a single pass, for a
+// redirect's Location.
 package urlnorm
 
 import (

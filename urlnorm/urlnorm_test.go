@@ -359,3 +359,20 @@ func TestHostsThatEndInANumberButAreNoAddressAreInvalid(t *testing.T) {
 		}
 	}
 }
+
+func TestOriginIsSchemeHostAndPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://a.test/x":          "http://a.test",
+		"https://a.test:8443?q":    "https://a.test:8443",
+		"http://user:pw@a.test/x":  "http://a.test",
+		"http://a.test":            "http://a.test",
+		"mailto:someone@a.test":    "",
+		"/relative/path":           "",
+		"http:///no-host":          "",
+		"http://[::1]:8080/x#frag": "http://[::1]:8080",
+	} {
+		if got := Origin(in); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // budgetStatus is a source's budget and what the store holds against it.
@@ -114,7 +115,7 @@ func notStored(front *frontier.Frontier, sc *config.Source, url string) (string,
 	if err != nil {
 		return "", err
 	}
-	host := frontier.HostKey(url)
+	host := urlnorm.Origin(url)
 	h, known, err := front.HostUsage(sc.Name, host)
 	if err != nil {
 		return "", err
@@ -146,7 +147,7 @@ func heldBack(front *frontier.Frontier, sc *config.Source, url string) (string, 
 	if p := u.PagesIn(cycle); p >= b.MaxPagesPerCycle {
 		return fmt.Sprintf("source %s made %d requests in cycle %d, its max_pages_per_cycle %d: the URL waits for the next cycle", sc.Name, p, cycle, b.MaxPagesPerCycle), nil
 	}
-	host := frontier.HostKey(url)
+	host := urlnorm.Origin(url)
 	h, _, err := front.HostUsage(sc.Name, host)
 	if err != nil {
 		return "", err

@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -24,8 +23,8 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-// loadConfig loads and validates path — its YAML, its crawl space and its
-// document mapping — printing every problem as "file:line:col: path:
+// loadConfig loads and validates path — its YAML, document mapping
+// included, then its crawl space — printing every problem as "file:line:col: path:
 // message" on stderr. ok is false when the caller must exit with exitUsage.
 func loadConfig(path string, stderr io.Writer) (*config.Config, *rules.Set, bool) {
 	if path == "" {
@@ -51,12 +50,6 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, *rules.Set, bool
 	if err != nil {
 		report(err)
 		return nil, nil, false
-	}
-	for i := range cfg.Sources {
-		if _, err := mapping.New(cfg, &cfg.Sources[i]); err != nil {
-			report(err)
-			return nil, nil, false
-		}
 	}
 	return cfg, set, true
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/robots"
@@ -27,8 +26,8 @@ func init() {
 
 func runExplain(args []string) int { return explain(args, os.Stdout, os.Stderr) }
 
-// explanation is one line of `explain -json`: the fields of DESIGN.md in
-// its order, then the URL that would be fetched.
+// explanation is one line of `explain -json`: the fields README.md lists,
+// in that order, ending with the URL that would be fetched.
 type explanation struct {
 	// URL is the URL as found, normalised: what the rules judge.
 	URL      string `json:"url"`
@@ -153,11 +152,7 @@ func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation 
 	if src == nil || !d.Crawl {
 		return line(found, fetch, src, d)
 	}
-	timeout := ex.cfg.Fetch.Timeout.D()
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ex.cfg.Fetch.Timeout.D())
 	defer cancel()
 	if refused, ok := ex.address(ctx, src, u); ok {
 		return line(found, fetch, src, refused)
@@ -165,7 +160,7 @@ func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation 
 	if ex.offline {
 		return line(found, fetch, src, d)
 	}
-	if ex.robots != nil && config.Bool(ex.cfg.Sources[sourceIndex(ex.cfg, src.Name)].Robots.Obey, true) {
+	if ex.robots != nil && *ex.cfg.Sources[sourceIndex(ex.cfg, src.Name)].Robots.Obey {
 		pu, perr := url.Parse(u)
 		if perr == nil {
 			allowed, rule, rerr := ex.robots.Allowed(ctx, pu)

@@ -53,7 +53,7 @@ func runExplainCmd(args ...string) (code int, stdout, stderr string) {
 }
 
 // decodeLines reads explain -json output, checking every line has exactly
-// the DESIGN.md keys in their order, then fetch.
+// the keys README.md lists, in their order, ending with fetch.
 func decodeLines(t *testing.T, out string) []explanation {
 	t.Helper()
 	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch"}

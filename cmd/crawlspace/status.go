@@ -24,13 +24,11 @@ func init() {
 
 // sourceStatus is one source's line of `status -json`.
 type sourceStatus struct {
-	Source  string                    `json:"source"`
-	Total   int                       `json:"total"`
-	States  map[string]int            `json:"states"`
-	Reasons map[string]map[string]int `json:"reasons"` // state -> reason -> URLs
-	// DueForAgedCheck counts fetched or failed URLs older than max_age
-	// (and fetched ones a sitemap says changed): the next crawl revisits them.
-	DueForAgedCheck int `json:"due_for_aged_check"`
+	Source string `json:"source"`
+	// StoreView's AgedCheckDue counts fetched or failed URLs older than
+	// max_age (and fetched ones a sitemap says changed): the next crawl
+	// revisits them.
+	monitor.StoreView
 	// NextDiscovery is when the source's start URLs, sitemaps and feeds
 	// are next visited by `crawlspace run` (absent: at once).
 	NextDiscovery time.Time `json:"next_discovery,omitzero"`
@@ -152,32 +150,22 @@ func runStatus(args []string) int {
 // sourceStatuses counts each source's URLs; a nil front is a store that
 // does not exist yet.
 func sourceStatuses(cfg *config.Config, front *frontier.Frontier) ([]sourceStatus, error) {
-	var out []sourceStatus
-	if front == nil {
-		for i := range cfg.Sources {
-			out = append(out, sourceStatus{Source: cfg.Sources[i].Name, States: map[string]int{}, Reasons: map[string]map[string]int{}})
+	snap := &monitor.Snapshot{}
+	if front != nil {
+		var err error
+		if snap, err = monitor.NewStates(front, cfg).Refresh(); err != nil {
+			return nil, err
 		}
-		return out, nil
 	}
-	snap, err := monitor.NewStates(front, cfg).Refresh()
-	if err != nil {
-		return nil, err
-	}
+	var out []sourceStatus
 	for i := range cfg.Sources {
 		sc := &cfg.Sources[i]
-		st := sourceStatus{Source: sc.Name, States: map[string]int{}, Reasons: map[string]map[string]int{}}
-		if c := snap.Sources[sc.Name]; c != nil {
-			st.Total = c.Total()
-			for s, n := range c.States {
-				if n > 0 {
-					st.States[frontier.State(s).String()] = n
-				}
-			}
-			for s, m := range c.Reasons {
-				st.Reasons[s.String()] = m
-			}
-			st.DueForAgedCheck = c.AgedCheckDue
+		st := sourceStatus{Source: sc.Name, StoreView: snap.Sources[sc.Name].View()}
+		if front == nil {
+			out = append(out, st)
+			continue
 		}
+		var err error
 		if st.NextDiscovery, err = provider.NextDiscovery(front, sc); err != nil {
 			return nil, err
 		}
@@ -215,7 +203,7 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 		if st.Budget != nil {
 			printBudget(w, st.Budget)
 		}
-		fmt.Fprintf(w, "  due for an aged check: %d\n", st.DueForAgedCheck)
+		fmt.Fprintf(w, "  due for an aged check: %d\n", st.AgedCheckDue)
 		if st.NextDiscovery.IsZero() {
 			fmt.Fprintln(w, "  next discovery: at the next start")
 		} else {

@@ -1,4 +1,4 @@
-package mapping
+package urlnorm
 
 import (
 	"net/url"
@@ -8,8 +8,8 @@ import (
 
 // slowResolve is the reference behaviour: net/url all the way.
 func slowResolve(base *url.URL, ref string) (string, bool) {
-	b := linkBase{u: base} // no origin: the fast path is off
-	return b.resolve(ref)
+	b := Base{u: base} // no origin: the fast path is off
+	return b.Resolve(ref)
 }
 
 var resolveBases = []string{
@@ -46,9 +46,9 @@ func TestFastLinkResolutionAgreesWithNetURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lb := newLinkBase(base)
+		lb := NewBase(base)
 		for _, ref := range append(resolveRefs, extraRefs...) {
-			got, gok := lb.resolve(ref)
+			got, gok := lb.Resolve(ref)
 			want, wok := slowResolve(base, ref)
 			if got != want || gok != wok {
 				t.Errorf("base %s ref %q: fast gives %q %v, net/url %q %v", bs, ref, got, gok, want, wok)
@@ -67,8 +67,8 @@ func FuzzLinkResolution(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ref string) {
 		for _, base := range bases {
-			lb := newLinkBase(base)
-			got, gok := lb.resolve(ref)
+			lb := NewBase(base)
+			got, gok := lb.Resolve(ref)
 			want, wok := slowResolve(base, ref)
 			if got != want || gok != wok {
 				t.Fatalf("base %s ref %q: fast gives %q %v, net/url %q %v", base, ref, got, gok, want, wok)
@@ -86,7 +86,7 @@ func FuzzLinkResolution(f *testing.F) {
 
 func TestLinksSkipOtherSchemesAndStripFragmentsAndCredentials(t *testing.T) {
 	base, _ := url.Parse("http://www.example.test/dir/page.html")
-	lb := newLinkBase(base)
+	lb := NewBase(base)
 	for ref, want := range map[string]string{
 		"other.html#x":                 "http://www.example.test/dir/other.html",
 		"https://u:p@secure.test/a":    "https://secure.test/a",
@@ -97,7 +97,7 @@ func TestLinksSkipOtherSchemesAndStripFragmentsAndCredentials(t *testing.T) {
 		"#top":                         "",
 		"HTTP://WWW.Example.TEST/Path": "http://www.example.test/Path",
 	} {
-		got, ok := lb.resolve(ref)
+		got, ok := lb.Resolve(ref)
 		if got != want || ok != (want != "") {
 			t.Errorf("%q: got %q %v, want %q", ref, got, ok, want)
 		}
