@@ -128,4 +128,16 @@ type Meta interface {
 	PutMeta(key string, value []byte) error
 }
 
-var _ Store = (*Frontier)(nil)
+// Reports are the store's answers for status, no part of a crawl: a
+// URL's history and what the budgets count.
+type Reports interface {
+	History(url string) ([]Event, error)
+	Usage(source string) (Usage, error)
+	HostUsage(source, host string) (HostUsage, bool, error)
+	HostUsages(source string) ([]HostUsage, error)
+}
+
+var (
+	_ Store   = (*Frontier)(nil)
+	_ Reports = (*Frontier)(nil)
+)
