@@ -28,14 +28,8 @@ func (f *Frontier) TryNext() (*lease, time.Duration, error) {
 	}
 }
 
-// Complete durably records the outcome of a lease, frees the host's slot
-// and starts its delay. Fetched resets ErrCount and TempErrCount, Error
-// counts one more permanent error and resets TempErrCount, Waiting counts
-// one more temporary error. An outcome that cannot be recorded (refused by
-// its checks, or a store that cannot write) ends the lease all the same and
-// holds the URL back: it stays Waiting on disk and is not leased again
-// until the next cycle or the next Open, since fetching it again at once
-// would only fail to record it again.
+// Complete records the outcome as CompleteAsync does, but returns once it
+// is stored, and frees the host's slot only then.
 func (l *lease) Complete(o Outcome) error {
 	if l.done {
 		return errLeaseDone

@@ -160,7 +160,7 @@ type Frontier struct {
 	heldBack bool
 	notes    []OverBudget
 	// held are leases whose outcome could not be recorded: their URLs stay
-	// out of reach until the next cycle (see Lease.holdLocked).
+	// out of reach until the next cycle (see lease.holdLocked).
 	held []*lease
 }
 

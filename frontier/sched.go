@@ -254,8 +254,8 @@ func (f *Frontier) Stats() Stats {
 	return Stats{Hosts: len(f.hosts), Ready: f.ready.n, Busy: f.busy, InFlight: f.working}
 }
 
-// Lease is a URL handed to one worker. Exactly one of Complete or Release
-// ends it; its methods are not safe for concurrent use.
+// lease is the Frontier's Lease. In memory only: on disk its URL stays
+// Waiting, so a crash gives it back.
 type lease struct {
 	f     *Frontier
 	h     *host
@@ -569,17 +569,23 @@ type Refused struct {
 	New    int // set by Complete: how many were seen for the first time
 }
 
-// CompleteAsync records the outcome as Complete does, but returns once the
-// outcome is queued for the store rather than once it is stored: the host's
-// slot is freed and its delay started at once, so a worker goes on to its
-// next lease while the disk catches up, and many outcomes share each commit.
-// The URL stays leased until done is called, after the commit, with nil, or
-// with the error that kept the outcome from the store; the URL is then
-// held back as after a failed Complete. done runs on the frontier's own
-// goroutine, one call at a time: it must not call CompleteAsync. Next
-// reports ErrDone only after every done has returned. An error returned by
-// CompleteAsync itself (the outcome was refused, or the store is broken or
-// closed) ends the lease as well, and done is not called.
+// CompleteAsync durably records the outcome of the lease, frees the host's
+// slot and starts its delay. Fetched resets ErrCount and TempErrCount,
+// Error counts one more permanent error and resets TempErrCount, Waiting
+// counts one more temporary error. It returns once the outcome is queued
+// for the store rather than once it is stored, so a worker goes on to its
+// next lease while the disk catches up, and many outcomes share each
+// commit. The URL stays leased until done is called, after the commit,
+// with nil, or with the error that kept the outcome from the store. An
+// outcome that cannot be recorded (refused by its checks, or a store that
+// cannot write) ends the lease all the same and holds the URL back: it
+// stays Waiting on disk and is not leased again until the next cycle or
+// the next Open, since fetching it again at once would only fail to record
+// it again. done runs on the frontier's own goroutine, one call at a time:
+// it must not call CompleteAsync. Next reports ErrDone only after every
+// done has returned. An error returned by CompleteAsync itself (the
+// outcome was refused, or the store is broken or closed) ends the lease as
+// well, and done is not called.
 func (l *lease) CompleteAsync(o Outcome, done func(error)) error {
 	if l.done {
 		return errLeaseDone
