@@ -654,7 +654,7 @@ func (f *Frontier) takeNotesLocked() []OverBudget {
 	return n
 }
 
-// heldBackChunk bounds the queue entries one call of TryNext passes over
+// heldBackChunk bounds the queue entries one call of Next passes over
 // for a page limit, so a host with a million URLs held back never holds
 // the scheduler's lock for long.
 const heldBackChunk = 256

@@ -855,7 +855,7 @@ func (f *Frontier) releaseHeld() {
 	f.signal()
 }
 
-// claims hold Waiting URLs an op is changing, so that TryNext does not lease
+// claims hold Waiting URLs an op is changing, so that Next does not lease
 // them meanwhile; releasing rewinds their queues in case they stayed Waiting.
 type claims struct {
 	f    *Frontier
