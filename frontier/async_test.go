@@ -76,7 +76,7 @@ func TestNextIsNotDoneWhileAnAsynchronousOutcomeIsBeingFinished(t *testing.T) {
 	}
 	close(release)
 	// Next waits for the callback to return, then reports the end.
-	if l, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
+	if l, err := f.next(context.Background()); !errors.Is(err, ErrDone) {
 		t.Fatalf("Next after the callback = %v, %v; want ErrDone", l, err)
 	}
 }
@@ -86,8 +86,8 @@ func TestCompleteAsyncThatCannotBeStoredHoldsTheURLUntilTheNextCycle(t *testing.
 	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start})
 	l := mustLease(t, f)
 	got := make(chan error, 1)
-	// An edit that breaks the record fails the transaction.
-	bad := Outcome{State: Fetched, Status: 200, Edit: func(r *Record) { r.Depth = -1 }}
+	// A pending write the store does not know fails the transaction.
+	bad := Outcome{State: Fetched, Status: 200, Pending: "bogus"}
 	if err := l.CompleteAsync(bad, func(err error) { got <- err }); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestCompleteAsyncThatCannotBeStoredHoldsTheURLUntilTheNextCycle(t *testing.
 		t.Errorf("state after a failed outcome: %s, want waiting", r.State)
 	}
 	// Not leased again at once: it would only fail again, as fast as the host allows.
-	if l, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
+	if l, err := f.next(context.Background()); !errors.Is(err, ErrDone) {
 		t.Fatalf("Next after a failed outcome = %v, %v; want ErrDone", l, err)
 	}
 	if _, err := f.BeginCycle(); err != nil {
@@ -165,7 +165,7 @@ func TestUpdateBatchMakesEachChangeAndReportsEachRefusal(t *testing.T) {
 	mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start},
 		Item{URL: "http://a.example/x", Source: "s", Class: IndexFollow})
 	l := mustLease(t, f)
-	mustComplete(t, l, Outcome{State: Fetched, Status: 200, Edit: func(r *Record) { r.Pending = "index" }})
+	mustComplete(t, l, Outcome{State: Fetched, Status: 200, Pending: PendingIndex})
 	refused := errors.New("no")
 	ev := Event{Kind: EventWriteDone}
 	changes := []Change{

@@ -109,7 +109,7 @@ func nextCompleteParallel(b *testing.B, opt Options) {
 	for range 32 {
 		wg.Go(func() {
 			for {
-				l, err := f.Next(context.Background())
+				l, err := f.next(context.Background())
 				if err != nil {
 					return
 				}

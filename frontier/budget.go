@@ -421,26 +421,6 @@ func noteOver(notes []OverBudget, n OverBudget) []OverBudget {
 	return append(notes, n)
 }
 
-// forget uncounts a record leaving the store.
-func (w *wtx) forget(f *Frontier, r *Record) error {
-	s, err := w.source(f, r.Source)
-	if err != nil {
-		return err
-	}
-	h, err := w.host(s, urlnorm.Origin(r.URL))
-	if err != nil {
-		return err
-	}
-	s.u.URLs = max(s.u.URLs-1, 0)
-	h.u.URLs = max(h.u.URLs-1, 0)
-	if h.u.URLs == 0 && h.u.Queued {
-		h.u.Queued = false
-		s.u.Hosts = max(s.u.Hosts-1, 0)
-	}
-	s.dirty, h.dirty = true, true
-	return nil
-}
-
 // fetched counts a request made in the transaction's cycle.
 func (w *wtx) fetched(f *Frontier, source, host string) error {
 	s, err := w.source(f, source)
@@ -615,7 +595,7 @@ func clone(s string) string { return string(append([]byte(nil), s...)) }
 
 // overPages says which page limit, if any, a new lease of a URL of source
 // on host would pass; it reserves the request when none would.
-func (f *Frontier) overPages(tx *bolt.Tx, l *Lease) (Limit, error) {
+func (f *Frontier) overPages(tx *bolt.Tx, l *lease) (Limit, error) {
 	b, ok := f.budgets[l.rec.Source]
 	if !ok || b.Pages <= 0 && b.PagesPerHost <= 0 {
 		return 0, nil
@@ -638,7 +618,7 @@ func (f *Frontier) overPages(tx *bolt.Tx, l *Lease) (Limit, error) {
 
 // unreserve ends a lease's reservation, counting the request when one was
 // made and stored. f.mu is held.
-func (l *Lease) unreserve(counted bool) {
+func (l *lease) unreserve(counted bool) {
 	if l.su == nil {
 		return
 	}
@@ -676,7 +656,7 @@ func (f *Frontier) takeNotesLocked() []OverBudget {
 	return n
 }
 
-// heldBackChunk bounds the queue entries one call of TryNext passes over
+// heldBackChunk bounds the queue entries one call of Next passes over
 // for a page limit, so a host with a million URLs held back never holds
 // the scheduler's lock for long.
 const heldBackChunk = 256

@@ -157,7 +157,7 @@ func TestURLLimitIsExactUnderConcurrentCompletions(t *testing.T) {
 	for w := range 16 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
-				l, err := f.Next(context.Background())
+				l, err := f.next(context.Background())
 				if errors.Is(err, ErrDone) {
 					return
 				}
@@ -278,7 +278,7 @@ func TestPageLimitIsNeverPassedByConcurrentWorkers(t *testing.T) {
 	for range 16 {
 		wg.Go(func() {
 			for {
-				l, err := f.Next(context.Background())
+				l, err := f.next(context.Background())
 				if err != nil {
 					if !errors.Is(err, ErrDone) {
 						t.Error(err)

@@ -12,13 +12,13 @@ func TestNextAfterCancelReturnsTheContextErrorEvenWithAURLReady(t *testing.T) {
 	f := openTest(t, "", Options{})
 	mustAdd(t, f, Item{URL: "http://a.test/"})
 	ctx, cancel := context.WithCancel(context.Background())
-	l, err := f.Next(ctx)
+	l, err := f.next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	l.Release()
-	if l, err := f.Next(ctx); !errors.Is(err, context.Canceled) {
+	if l, err := f.next(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Next after cancel = %v, %v; want context.Canceled", l, err)
 	}
 	if got := fetchAll(t, f); len(got) != 1 {

@@ -46,7 +46,7 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
-	var held []*Lease
+	var held []*lease
 	for b := 0; ; b++ {
 		if _, err := f.Add(crashBatchItems(b)...); err != nil {
 			fmt.Println("ERR", err)
@@ -164,7 +164,7 @@ func TestCrashLosesNothingQueuedAndRefetchesNothingDone(t *testing.T) {
 		}
 	}
 	// Every waiting URL, and only those, is leased exactly once.
-	var leases []*Lease
+	var leases []*lease
 	for {
 		l, _, err := f.TryNext()
 		if l == nil || err != nil {

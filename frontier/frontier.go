@@ -145,7 +145,7 @@ type Frontier struct {
 	hosts   map[string]*host
 	ready   hostList
 	timers  hostHeap
-	leases  map[string]*Lease // leased URLs, and URLs claimed by a change in progress
+	leases  map[string]*lease // leased URLs, and URLs claimed by a change in progress
 	working int               // real leases in flight
 	claimed int               // URLs claimed by changes in progress
 	busy    int               // hosts with a non-empty queue hint
@@ -161,8 +161,8 @@ type Frontier struct {
 	heldBack bool
 	notes    []OverBudget
 	// held are leases whose outcome could not be recorded: their URLs stay
-	// out of reach until the next cycle (see Lease.holdLocked).
-	held []*Lease
+	// out of reach until the next cycle (see lease.holdLocked).
+	held []*lease
 }
 
 // Open opens or creates the store in dir. A store that is damaged (an
@@ -191,7 +191,7 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		finisherDone:  make(chan struct{}),
 		brokenCh:      make(chan struct{}),
 		hosts:         make(map[string]*host),
-		leases:        make(map[string]*Lease),
+		leases:        make(map[string]*lease),
 		wake:          make(chan struct{}),
 		quit:          make(chan struct{}),
 	}
@@ -680,47 +680,28 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 	return rec, true, nil
 }
 
-// Update changes a URL's record in one durable transaction; fn may run more
-// than once and must not call the Frontier. Bookkeeping fields (DocID,
-// Indexed, Pending, Target, validators…) can always change. The state can
-// change too, except for a leased URL (it reads InFlight and must stay so,
-// or ErrLeased is returned); a URL set to Waiting is queued at the tail of
-// its class, and one taken out of Waiting leaves its queue. The URL and
-// its source cannot change. ErrNotFound is returned for an unknown URL;
-// fn's error is returned as is and nothing changes.
-func (f *Frontier) Update(url string, fn func(*Record) error) error {
-	return f.update(url, nil, fn)
-}
-
-func (f *Frontier) update(url string, ev *Event, fn func(*Record) error) error {
-	c := []Change{{URL: url, Fn: fn}}
-	if ev != nil {
-		c[0].Events = []Event{*ev}
-	}
-	if err := f.UpdateBatch(c); err != nil {
-		return err
-	}
-	return c[0].Err
-}
-
-// Change is one record edit of UpdateBatch: Fn changes the record as
-// Update's fn does, and Events are appended to its history.
-type Change struct {
+// edit is one record edit of updateBatch: Fn changes the record (see
+// updateBatch), and Events are appended to its history.
+type edit struct {
 	URL    string
 	Events []Event
 	Fn     func(*Record) error
-	// Set by UpdateBatch. Err is ErrNotFound, ErrLeased, or the error Fn or
+	// Set by updateBatch. Err is ErrNotFound, ErrLeased, or the error Fn or
 	// the changed record's check returned: the change was not made.
 	// Otherwise Record is the record as stored.
 	Err    error
 	Record Record
 }
 
-// UpdateBatch makes changes as Update and UpdateLog each would, in one
-// transaction, in order. It returns an error only when the transaction
-// failed; each change's own refusal is in its Err. Fn may run more than
-// once and must not call the Frontier.
-func (f *Frontier) UpdateBatch(changes []Change) error {
+// updateBatch makes changes in one transaction, in order. It returns an
+// error only when the transaction failed; each change's own refusal is in
+// its Err. Fn may run more than once and must not call the Frontier.
+// Bookkeeping fields (DocID, Indexed, Pending, Target, validators…) can
+// always change. The state can change too, except for a leased URL (it
+// reads InFlight and must stay so, or ErrLeased is the refusal); a URL set
+// to Waiting is queued at the tail of its class, and one taken out of
+// Waiting leaves its queue. The URL and its source cannot change.
+func (f *Frontier) updateBatch(changes []edit) error {
 	var (
 		eff     effects
 		orphans bool
@@ -764,7 +745,7 @@ func (f *Frontier) UpdateBatch(changes []Change) error {
 // change makes c within w's transaction: c.Err is a refusal (nothing
 // written), c.Record the record as stored; err is a failure of the
 // transaction. It returns the URL's key.
-func (f *Frontier) change(w *wtx, c *Change, cl *claims, eff *effects) (key []byte, err error) {
+func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte, err error) {
 	url := c.URL
 	c.Err, c.Record = nil, Record{}
 	key = w.bytes(url)
@@ -819,59 +800,6 @@ func (f *Frontier) change(w *wtx, c *Change, cl *claims, eff *effects) (key []by
 	}
 	c.Record = rec
 	return key, w.put(key, &rec, old.Pending != "")
-}
-
-// Delete forgets a URL (Exalead: the status of a URL in permanent error is
-// removed, and only a new link brings it back). A leased URL is not deleted.
-func (f *Frontier) Delete(url string) error {
-	var res error
-	cl := claims{f: f}
-	err := f.write(func(tx *bolt.Tx) error {
-		res = nil
-		w := newWtx(tx)
-		key := w.bytes(url)
-		v := w.u.Get(key)
-		if v == nil {
-			res = ErrNotFound
-			return nil
-		}
-		var old Record
-		if err := decodeRecord(url, v, &old, true); err != nil {
-			return err
-		}
-		if old.State == Waiting {
-			if !cl.take(w, &old) {
-				res = ErrLeased
-				return nil
-			}
-			if err := w.dequeue(&old); err != nil {
-				return err
-			}
-		}
-		if err := w.p.Delete(key); err != nil {
-			return err
-		}
-		if err := dropHistory(tx, key); err != nil {
-			return err
-		}
-		if err := w.dropLinks(url); err != nil {
-			return err
-		}
-		if err := w.forget(f, &old); err != nil {
-			return err
-		}
-		if err := w.flush(); err != nil {
-			return err
-		}
-		return w.u.Delete(key)
-	})
-	cl.release()
-	// A deleted URL must be new to Add again.
-	f.seen.reset()
-	if err != nil {
-		return err
-	}
-	return res
 }
 
 // GetMeta returns a value stored with PutMeta (for example a source's

@@ -65,7 +65,7 @@ func mustGet(t testing.TB, f *Frontier, url string) Record {
 	return r
 }
 
-func mustLease(t testing.TB, f *Frontier) *Lease {
+func mustLease(t testing.TB, f *Frontier) *lease {
 	t.Helper()
 	l, wait, err := f.TryNext()
 	if err != nil || l == nil {
@@ -74,7 +74,7 @@ func mustLease(t testing.TB, f *Frontier) *Lease {
 	return l
 }
 
-func mustComplete(t testing.TB, l *Lease, o Outcome) {
+func mustComplete(t testing.TB, l *lease, o Outcome) {
 	t.Helper()
 	if err := l.Complete(o); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestCompleteRecordsEachOutcome(t *testing.T) {
 		t.Errorf("lease record = %+v", lr)
 	}
 	mustComplete(t, l, Outcome{State: Fetched, Status: 200, ETag: `"e"`, LastModified: "lm", Hash: "h1",
-		Edit: func(r *Record) { r.Pending = "index"; r.State = Excluded }})
+		Pending: PendingIndex})
 	r = mustGet(t, f, u)
 	if r.State != Fetched || r.ErrCount != 0 || r.ETag != `"e"` || r.LastModified != "lm" || r.Hash != "h1" ||
 		r.Pending != "index" || r.Reason != "" || !r.FetchedAt.Equal(clk.Now()) {
@@ -474,7 +474,7 @@ func TestExcludeRecordsNewURLsWithTheirReasonAndKeepsKnownOnes(t *testing.T) {
 		t.Error("Exclude without a reason was accepted")
 	}
 	// An excluded URL is never leased.
-	l, err := f.Next(context.Background())
+	l, err := f.next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

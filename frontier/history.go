@@ -132,19 +132,6 @@ func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	return w.e.Delete(w.arena[n:len(w.arena):len(w.arena)])
 }
 
-// dropHistory deletes every event of the URL key.
-func dropHistory(tx *bolt.Tx, key []byte) error {
-	b := tx.Bucket(bucketHistory)
-	prefix := append(append(make([]byte, 0, len(key)+1), key...), 0)
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+4; k, _ = c.Seek(prefix) {
-		if err := c.Delete(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // History returns the URL's events, oldest first.
 func (f *Frontier) History(url string) ([]Event, error) {
 	if f.shut.Load() {
@@ -171,25 +158,6 @@ func (f *Frontier) History(url string) ([]Event, error) {
 		return nil
 	})
 	return out, err
-}
-
-// Log appends ev to url's history in its own durable transaction (shared
-// with concurrent changes by the group commit), for events with no change
-// of the record to ride with; UpdateLog records both in one. A URL the
-// store does not know is ignored.
-func (f *Frontier) Log(url string, ev Event) error {
-	if !f.historyOn() {
-		return nil
-	}
-	return f.write(func(tx *bolt.Tx) error {
-		w := newWtx(tx)
-		key := w.bytes(url)
-		if w.u.Get(key) == nil {
-			return nil
-		}
-		e := ev
-		return f.event(w, key, &e)
-	})
 }
 
 // Encoding: kind, class, then varints (time, status, bytes, took, depth),
@@ -272,21 +240,12 @@ func (f *Frontier) queuedEvent(w *wtx, key []byte, it *Item) error {
 	return f.event(w, key, &ev)
 }
 
-// UpdateLog is Update that also appends ev to the URL's history, in the
-// same transaction, when the change is made.
-func (f *Frontier) UpdateLog(url string, ev Event, fn func(*Record) error) error {
-	if !f.historyOn() {
-		return f.update(url, nil, fn)
-	}
-	return f.update(url, &ev, fn)
-}
-
 // Fetched notes the size and duration of the request made for the lease,
 // for the history event its completion records.
-func (l *Lease) Fetched(bytes int64, took time.Duration) { l.bytes, l.took = bytes, took }
+func (l *lease) Fetched(bytes int64, took time.Duration) { l.bytes, l.took = bytes, took }
 
 // events records a completion and the outcome's further events.
-func (l *Lease) events(w *wtx, key []byte, o *Outcome, now time.Time) error {
+func (l *lease) events(w *wtx, key []byte, o *Outcome, now time.Time) error {
 	f := l.f
 	if !f.historyOn() {
 		return nil

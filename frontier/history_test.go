@@ -138,7 +138,7 @@ func TestHistoryRecordsRefusalsRetriesAndSweeps(t *testing.T) {
 	if _, err := f.RequeueDue("", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Drop(func(Record) (bool, string) { return true, "reject_list" }); err != nil {
+	if _, err := f.drop(func(Record) (bool, string) { return true, "reject_list" }); err != nil {
 		t.Fatal(err)
 	}
 	evs := mustHistory(t, f, refused)
@@ -215,7 +215,7 @@ func BenchmarkNextCompleteParallelHistory(b *testing.B) {
 	for range 32 {
 		wg.Go(func() {
 			for {
-				l, err := f.Next(context.Background())
+				l, err := f.next(context.Background())
 				if err != nil {
 					return
 				}

@@ -179,7 +179,7 @@ func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
 	return r, nil
 }
 
-// UpdateEach changes the records of urls with fn, in write transactions of
+// updateEach changes the records of urls with fn, in write transactions of
 // up to 2048 URLs rather than one each, and returns the records it changed,
 // as stored. fn sees each record that exists and is not Waiting (a Waiting
 // URL may be leased, and its worker decides it), and returns whether it
@@ -187,15 +187,15 @@ func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
 // Fetched, Error, Excluded or Waiting; Waiting queues the URL at the tail
 // of its class. fn may run more than once for a URL and must not call the
 // Frontier.
-func (f *Frontier) UpdateEach(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
+func (f *Frontier) updateEach(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
 	var out []Record
-	changes := make([]Change, 0, min(len(urls), writeChunk))
+	changes := make([]edit, 0, min(len(urls), writeChunk))
 	for len(urls) > 0 {
 		chunk := urls[:min(len(urls), writeChunk)]
 		urls = urls[len(chunk):]
 		changes = changes[:0]
 		for _, u := range chunk {
-			changes = append(changes, Change{URL: u})
+			changes = append(changes, edit{URL: u})
 		}
 		for i := range changes {
 			c := &changes[i]
@@ -211,7 +211,7 @@ func (f *Frontier) UpdateEach(urls []string, fn func(*Record) (bool, []Event)) (
 				return nil
 			}
 		}
-		if err := f.UpdateBatch(changes); err != nil {
+		if err := f.updateBatch(changes); err != nil {
 			return out, err
 		}
 		for _, c := range changes {
@@ -227,5 +227,5 @@ func (f *Frontier) UpdateEach(urls []string, fn func(*Record) (bool, []Event)) (
 	return out, nil
 }
 
-// errUnchanged is UpdateEach's refusal of a change its fn did not make.
+// errUnchanged is updateEach's refusal of a change its fn did not make.
 var errUnchanged = errors.New("frontier: unchanged")

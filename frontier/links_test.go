@@ -282,7 +282,7 @@ func BenchmarkNextCompleteParallelLinks(b *testing.B) {
 		wg.Go(func() {
 			links := make([]uint64, 30)
 			for {
-				l, err := f.Next(context.Background())
+				l, err := f.next(context.Background())
 				if err != nil {
 					return
 				}

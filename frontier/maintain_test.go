@@ -13,11 +13,11 @@ import (
 func TestNextWaitsForWorkAndReportsTheEndOfTheCycle(t *testing.T) {
 	f := openTest(t, "", Options{})
 	ctx := context.Background()
-	if _, err := f.Next(ctx); !errors.Is(err, ErrDone) {
+	if _, err := f.next(ctx); !errors.Is(err, ErrDone) {
 		t.Fatalf("Next on an empty frontier = %v, want ErrDone", err)
 	}
 	mustAdd(t, f, Item{URL: "http://a.test/"})
-	l, err := f.Next(ctx)
+	l, err := f.next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestNextWaitsForWorkAndReportsTheEndOfTheCycle(t *testing.T) {
 	got := make(chan string, 2)
 	go func() {
 		for {
-			l, err := f.Next(ctx)
+			l, err := f.next(ctx)
 			if err != nil {
 				got <- err.Error()
 				return
@@ -45,9 +45,9 @@ func TestNextWaitsForWorkAndReportsTheEndOfTheCycle(t *testing.T) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	mustAdd(t, f, Item{URL: "http://c.test/"})
-	held, _ := f.Next(ctx)
+	held, _ := f.next(ctx)
 	go cancel()
-	if _, err := f.Next(cctx); !errors.Is(err, context.Canceled) {
+	if _, err := f.next(cctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Next after cancel = %v", err)
 	}
 	held.Release()
@@ -56,7 +56,7 @@ func TestNextWaitsForWorkAndReportsTheEndOfTheCycle(t *testing.T) {
 func TestNextWakesWhenADelayEnds(t *testing.T) {
 	f := openTest(t, "", Options{Policy: policy(1, 20*time.Millisecond)})
 	mustAdd(t, f, urlsOf("a.test", 2)...)
-	l, err := f.Next(context.Background())
+	l, err := f.next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestNextWakesWhenADelayEnds(t *testing.T) {
 	// the commit's own (disk-bound) time against the delay.
 	before := time.Now()
 	mustComplete(t, l, Outcome{State: Fetched})
-	if l, err = f.Next(context.Background()); err != nil {
+	if l, err = f.next(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(before) < 20*time.Millisecond {
@@ -122,7 +122,7 @@ func TestDropExcludesQueuedURLsButLeavesLeasedAndDoneOnes(t *testing.T) {
 	leased := mustLease(t, f) // calendar/1
 	fetched := mustLease(t, f)
 	mustComplete(t, fetched, Outcome{State: Fetched}) // calendar/2
-	n, err := f.Drop(func(r Record) (bool, string) {
+	n, err := f.drop(func(r Record) (bool, string) {
 		return strings.Contains(r.URL, "/calendar/"), "reject list: /calendar/"
 	})
 	if err != nil || n != 1 {
@@ -231,7 +231,7 @@ func TestPendingListsOnlyRecordsWithAnUnacknowledgedWrite(t *testing.T) {
 	}
 	f.Update("http://a.test/p/0", func(r *Record) error { r.Pending = ""; return nil })
 	var got []string
-	f.Pending(func(r Record) error { got = append(got, r.URL); return nil })
+	f.pendingEach(func(r Record) error { got = append(got, r.URL); return nil })
 	if fmt.Sprint(got) != "[http://a.test/p/10 http://a.test/p/20 http://a.test/p/30 http://a.test/p/40]" {
 		t.Errorf("Pending listed %v", got)
 	}
@@ -364,7 +364,7 @@ func TestConcurrentWorkersLeaseEachURLOnceWithinHostLimits(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				l, err := f.Next(ctx)
+				l, err := f.next(ctx)
 				if err != nil {
 					if !errors.Is(err, ErrDone) {
 						t.Error(err)
@@ -411,7 +411,7 @@ func TestConcurrentWorkersLeaseEachURLOnceWithinHostLimits(t *testing.T) {
 				t.Error(err)
 			}
 			if i%50 == 0 {
-				if _, err := f.Drop(func(r Record) (bool, string) { return strings.HasSuffix(r.URL, "7"), "reject" }); err != nil {
+				if _, err := f.drop(func(r Record) (bool, string) { return strings.HasSuffix(r.URL, "7"), "reject" }); err != nil {
 					t.Error(err)
 				}
 			}
@@ -443,7 +443,7 @@ func TestWalksOverManyChunksMissNoRecord(t *testing.T) {
 	if c, err := f.Counts(); err != nil || c["s"].Total() != n {
 		t.Fatalf("Counts = %v, %v; want %d URLs", c, err, n)
 	}
-	if dropped, err := f.Drop(func(Record) (bool, string) { return true, "test" }); err != nil || dropped != n {
+	if dropped, err := f.drop(func(Record) (bool, string) { return true, "test" }); err != nil || dropped != n {
 		t.Fatalf("Drop over %d records = %d, %v", n, dropped, err)
 	}
 	seen := 0
@@ -464,7 +464,7 @@ func TestCycleIsNotDoneWhileAChangeHoldsTheOnlyQueuedURL(t *testing.T) {
 	u := "http://a.test/only"
 	mustAdd(t, f, Item{URL: u})
 	var (
-		l    *Lease
+		l    *lease
 		wait time.Duration
 		err  error
 	)
@@ -500,7 +500,7 @@ func TestPendingIndexFollowsSweepsThatClearPending(t *testing.T) {
 	if n, err := f.RequeueIndexed(); err != nil || n != 2 {
 		t.Fatalf("RequeueIndexed = %d, %v", n, err)
 	}
-	f.Pending(func(r Record) error {
+	f.pendingEach(func(r Record) error {
 		t.Errorf("Pending lists %s with Pending %q", r.URL, r.Pending)
 		return nil
 	})

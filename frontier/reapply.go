@@ -10,7 +10,7 @@ func (f *Frontier) RequeueIndexed() (int, error) {
 			return false, nil
 		}
 		r.Indexed, r.Hash, r.ETag, r.LastModified = false, "", "", ""
-		if r.Pending == "index" {
+		if r.Pending == PendingIndex {
 			r.Pending = ""
 		}
 		return true, requeue(w, key, r, Refresh, eff, "rebuild")
@@ -19,6 +19,7 @@ func (f *Frontier) RequeueIndexed() (int, error) {
 
 // Verdict is what the current crawl space says of a known URL.
 type Verdict struct {
+	URL     string
 	Allowed bool
 	Reason  string // why it is not allowed
 	// Refetch asks for an allowed Fetched URL to be fetched again with its
@@ -27,15 +28,48 @@ type Verdict struct {
 	Refetch bool
 }
 
-// Reapply re-decides every known URL that is not leased against the
-// current crawl space (a configuration change): a Fetched, Error or Waiting
-// URL that no longer belongs becomes Excluded with the reason, and if it
-// holds a document that document is marked for deletion (Pending
+// Changes says whether Reapply would change r with v: a URL that left the
+// crawl space (not Excluded already), an Excluded one that entered it, a
+// Fetched one to fetch again. The caller that scanned r passes on only the
+// verdicts that change something.
+func (v *Verdict) Changes(r *Record) bool {
+	switch {
+	case r.State == Excluded:
+		return v.Allowed
+	case !v.Allowed:
+		return true
+	}
+	return r.State == Fetched && v.Refetch
+}
+
+// Reapply applies the verdicts of the current crawl space (a configuration
+// change) to the URLs they name that are not leased: a Fetched, Error or
+// Waiting URL that no longer belongs becomes Excluded with the reason, and
+// if it holds a document that document is marked for deletion (Pending
 // "delete", sent by the caller through Pending); an Excluded URL that now
 // belongs is queued again in its class, and a Fetched URL whose verdict
-// asks for it is queued to be fetched and written again. decide runs inside write
-// transactions and must not call the Frontier.
-func (f *Frontier) Reapply(decide func(Record) Verdict) (dropped, requeued int, err error) {
+// asks for it is queued to be fetched and written again. Each URL is
+// judged as it is stored when it is changed. URLs without a verdict stay as
+// they are.
+func (f *Frontier) Reapply(verdicts []Verdict) (dropped, requeued int, err error) {
+	if len(verdicts) == 0 {
+		return 0, 0, nil
+	}
+	byURL := make(map[string]*Verdict, len(verdicts))
+	for i := range verdicts {
+		byURL[verdicts[i].URL] = &verdicts[i]
+	}
+	return f.reapply(func(r Record) Verdict {
+		if v := byURL[r.URL]; v != nil {
+			return *v
+		}
+		return Verdict{Allowed: r.State != Excluded} // no change
+	})
+}
+
+// reapply re-decides every known URL that is not leased with decide, which
+// runs inside write transactions and must not call the Frontier.
+func (f *Frontier) reapply(decide func(Record) Verdict) (dropped, requeued int, err error) {
 	_, err = f.sweep(1<<Fetched|1<<Error|1<<Waiting|1<<Excluded, func(w *wtx, key []byte, r *Record, cl *claims, eff *effects) (bool, error) {
 		v := decide(*r)
 		switch {
@@ -56,8 +90,8 @@ func (f *Frontier) Reapply(decide func(Record) Verdict) (dropped, requeued int, 
 				}
 			}
 			had := r.Pending != ""
-			if r.Indexed || r.Pending == "index" {
-				r.Pending = "delete"
+			if r.Indexed || r.Pending == PendingIndex {
+				r.Pending = PendingDelete
 			}
 			r.State, r.Reason, r.qseq = Excluded, v.Reason, 0
 			dropped++

@@ -11,16 +11,17 @@ func TestRequeueIndexedForgetsHashesAndQueuesOnlyIndexedURLs(t *testing.T) {
 	mustAdd(t, f, Item{URL: "http://a.test/doc", Source: "s", Class: IndexFollow},
 		Item{URL: "http://a.test/nodoc", Source: "s", Class: FollowOnly})
 	for range 2 {
-		l, err := f.Next(context.Background())
+		l, err := f.next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := Outcome{State: Fetched, Hash: "h", ETag: `"e"`}
-		if l.Item().URL == "http://a.test/doc" {
-			o.Edit = func(r *Record) { r.Indexed = true }
-		}
-		if err := l.Complete(o); err != nil {
+		if err := l.Complete(Outcome{State: Fetched, Hash: "h", ETag: `"e"`}); err != nil {
 			t.Fatal(err)
+		}
+		if u := l.Item().URL; u == "http://a.test/doc" {
+			if err := f.Update(u, func(r *Record) error { r.Indexed = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	n, err := f.RequeueIndexed()
@@ -45,11 +46,14 @@ func TestReapplyExcludesWhatLeftTheSpaceAndRequeuesWhatEnteredIt(t *testing.T) {
 		Item{URL: "http://a.test/private/doc", Source: "s", Class: IndexFollow},
 		Item{URL: "http://a.test/private/queued", Source: "s", Class: IndexFollow})
 	for range 2 {
-		l, err := f.Next(context.Background())
+		l, err := f.next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Complete(Outcome{State: Fetched, Hash: "h", Edit: func(r *Record) { r.Indexed = true; r.DocID = "id" }}); err != nil {
+		if err := l.Complete(Outcome{State: Fetched, Hash: "h"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Update(l.Item().URL, func(r *Record) error { r.Indexed, r.DocID = true, "id"; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +61,7 @@ func TestReapplyExcludesWhatLeftTheSpaceAndRequeuesWhatEnteredIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The new config excludes /private/ and no longer excludes /archive/.
-	dropped, requeued, err := f.Reapply(func(r Record) Verdict {
+	dropped, requeued, err := f.reapply(func(r Record) Verdict {
 		if strings.Contains(r.URL, "/private/") {
 			return Verdict{Reason: "excluded"}
 		}
@@ -91,7 +95,7 @@ func TestReapplyExcludesWhatLeftTheSpaceAndRequeuesWhatEnteredIt(t *testing.T) {
 		t.Errorf("newly allowed URL is %s, want waiting", r.State)
 	}
 	var pending int
-	if err := f.Pending(func(Record) error { pending++; return nil }); err != nil {
+	if err := f.pendingEach(func(Record) error { pending++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if pending != 1 {

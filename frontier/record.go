@@ -131,11 +131,12 @@ type Record struct {
 	ETag         string
 	LastModified string
 	Hash         string
-	// Sync bookkeeping (issue 6), set through Update or Outcome.Edit.
+	// Sync bookkeeping, set by Outcome.Pending and Acknowledge: the
+	// document's id, whether the index holds it.
 	DocID   string
 	Indexed bool
-	// Pending is an index or delete write not yet acknowledged; records with
-	// one are listed by (*Frontier).Pending.
+	// Pending is an index or delete write not yet acknowledged
+	// (PendingIndex, PendingDelete); records with one are listed by Pending.
 	Pending string
 	// Target is the URL holding the document when this one is a redirect
 	// source or a canonical alias.
@@ -153,6 +154,12 @@ type Record struct {
 
 	qseq uint64 // sequence of its queue entry while Waiting
 }
+
+// The pending writes of Record.Pending.
+const (
+	PendingIndex  = "index"
+	PendingDelete = "delete"
+)
 
 // Encoding: a version byte, the integers as uvarints, the times as varint
 // Unix nanoseconds (0 for the zero time), the string lengths, then the

@@ -18,92 +18,144 @@ const (
 	writeChunk = 2048
 )
 
-// scan calls fn for every record in URL order, InFlight for leased ones.
-// With index set it walks the URLs listed in that bucket instead.
-func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
-	if f.shut.Load() {
-		return ErrClosed
+// Query selects the records of a Scan.
+type Query struct {
+	// Source selects one source's records; "" all.
+	Source string
+	// States selects the records stored in one of them (a leased URL is
+	// stored Waiting, and read InFlight); none selects every state.
+	States []State
+	// After is the URL the previous page ended after ("" for the first).
+	After string
+}
+
+// Scan returns the next page of the records q selects, in URL order: of
+// readChunk records read in one read transaction, so a walk over millions
+// of URLs never holds one open long enough to stall writers that must grow
+// the file. A page may be empty while next is not.
+func (f *Frontier) Scan(q Query) ([]Record, string, error) {
+	var mask uint32
+	for _, s := range q.States {
+		mask |= 1 << s
 	}
-	var (
-		after []byte
-		recs  []Record
-	)
+	var after []byte
+	if q.After != "" {
+		after = []byte(q.After)
+	}
+	recs, next, err := f.scanPage(nil, after, mask, q.Source)
+	return recs, string(next), err
+}
+
+// ForEach calls fn with every record q selects (from q.After on), page by
+// page from s.Scan: fn runs outside the store, free to call it. Records
+// changed during the walk may be seen in either state.
+func ForEach(s Scanner, q Query, fn func(Record) error) error {
 	for {
-		recs = recs[:0]
-		more := false
-		err := f.view(func(tx *bolt.Tx) error {
-			u := tx.Bucket(bucketURLs)
-			b := u
-			if index != nil {
-				b = tx.Bucket(index)
-			}
-			c := b.Cursor()
-			k, v := c.First()
-			if after != nil {
-				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
-					k, v = c.Next()
-				}
-			}
-			for ; k != nil; k, v = c.Next() {
-				if len(recs) == readChunk {
-					more = true
-					break
-				}
-				if index != nil {
-					if v = u.Get(k); v == nil {
-						continue
-					}
-				}
-				recs = append(recs, Record{})
-				if err := decodeRecord(string(k), v, &recs[len(recs)-1], true); err != nil {
-					return err
-				}
-				after = append(after[:0], k...)
-			}
-			return nil
-		})
+		recs, next, err := s.Scan(q)
 		if err != nil {
 			return err
 		}
-		f.mu.Lock()
 		for i := range recs {
-			if l := f.leases[recs[i].URL]; l.inFlight() {
-				recs[i].State = InFlight
+			if err := fn(recs[i]); err != nil {
+				return err
 			}
 		}
-		f.mu.Unlock()
+		if next == "" {
+			return nil
+		}
+		q.After = next
+	}
+}
+
+// scan calls fn for every record in URL order, InFlight for leased ones,
+// outside any transaction. With index set it walks the URLs listed in that
+// bucket instead.
+func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
+	var after []byte
+	for {
+		recs, next, err := f.scanPage(index, after, 0, "")
+		if err != nil {
+			return err
+		}
 		for i := range recs {
 			if err := fn(&recs[i]); err != nil {
 				return err
 			}
 		}
-		if !more {
+		if next == nil {
 			return nil
 		}
+		after = next
 	}
 }
 
-// ForEach calls fn with every record of source ("" for all), in URL order.
-// Records changed during the walk may be seen in either state.
-func (f *Frontier) ForEach(source string, fn func(Record) error) error {
-	return f.scan(nil, func(r *Record) error {
-		if source != "" && r.Source != source {
-			return nil
+// scanPage reads the records of up to readChunk keys after the key after,
+// keeping those of the states in mask (0 for all) and of source ("" for
+// all), and returns the key to read the next page after: nil at the end.
+func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]Record, []byte, error) {
+	if f.shut.Load() {
+		return nil, nil, ErrClosed
+	}
+	var (
+		recs []Record
+		next []byte
+	)
+	err := f.view(func(tx *bolt.Tx) error {
+		recs, next = recs[:0], nil
+		u := tx.Bucket(bucketURLs)
+		b := u
+		if index != nil {
+			b = tx.Bucket(index)
 		}
-		return fn(*r)
-	})
-}
-
-// Pending calls fn with every record whose Pending write is set, without
-// walking the others: after a crash or an outage, these are the writes to
-// send again.
-func (f *Frontier) Pending(fn func(Record) error) error {
-	return f.scan(bucketPending, func(r *Record) error {
-		if r.Pending == "" {
-			return nil // a stale index entry; harmless
+		c := b.Cursor()
+		k, v := c.First()
+		if after != nil {
+			if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
 		}
-		return fn(*r)
+		var (
+			hdr  Record
+			prev []byte // valid for the transaction, like every key bbolt returns
+		)
+		for n := 0; k != nil; k, v = c.Next() {
+			if n == readChunk {
+				next = append([]byte(nil), prev...)
+				break
+			}
+			n++
+			prev = k
+			if index != nil {
+				if v = u.Get(k); v == nil {
+					continue
+				}
+			}
+			if mask != 0 || source != "" {
+				if err := decodeRecord("", v, &hdr, source != ""); err != nil {
+					return err
+				}
+				if mask != 0 && mask&(1<<hdr.State) == 0 || source != "" && hdr.Source != source {
+					continue
+				}
+			}
+			recs = append(recs, Record{})
+			if err := decodeRecord(string(k), v, &recs[len(recs)-1], true); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	f.mu.Lock()
+	for i := range recs {
+		if l := f.leases[recs[i].URL]; l.inFlight() {
+			recs[i].State = InFlight
+		}
+	}
+	f.mu.Unlock()
+	return recs, next, nil
 }
 
 // SourceCounts counts one source's URLs by state, and those in Error or
@@ -280,11 +332,28 @@ func (f *Frontier) RequeueDue(source string, olderThan time.Time) (int, error) {
 	})
 }
 
-// Drop marks Excluded, with the reason pred gives, every Waiting URL pred
-// selects, and takes it out of its queue: a reloaded reject list applied to
-// what is queued. Leased URLs are left to their workers. pred runs inside a
-// write transaction: it must not call the Frontier.
-func (f *Frontier) Drop(pred func(Record) (drop bool, reason string)) (int, error) {
+// Drop marks Excluded, with its verdict's reason, every Waiting URL whose
+// verdict refuses it, and takes it out of its queue: a reloaded reject list
+// applied to what is queued. Leased URLs are left to their workers.
+func (f *Frontier) Drop(verdicts []Verdict) (int, error) {
+	refused := make(map[string]string, len(verdicts))
+	for _, v := range verdicts {
+		if !v.Allowed {
+			refused[v.URL] = v.Reason
+		}
+	}
+	if len(refused) == 0 {
+		return 0, nil
+	}
+	return f.drop(func(r Record) (bool, string) {
+		reason, ok := refused[r.URL]
+		return ok, reason
+	})
+}
+
+// drop is Drop with the decision made by pred, inside a write
+// transaction: it must not call the Frontier.
+func (f *Frontier) drop(pred func(Record) (drop bool, reason string)) (int, error) {
 	return f.sweep(1<<Waiting, func(w *wtx, key []byte, r *Record, cl *claims, _ *effects) (bool, error) {
 		drop, reason := pred(*r)
 		if !drop || !cl.take(w, r) {

@@ -256,9 +256,9 @@ func (f *Frontier) Stats() Stats {
 	return Stats{Hosts: len(f.hosts), Ready: f.ready.n, Busy: f.busy, InFlight: f.working}
 }
 
-// Lease is a URL handed to one worker. Exactly one of Complete or Release
-// ends it; its methods are not safe for concurrent use.
-type Lease struct {
+// lease is the Frontier's Lease. In memory only: on disk its URL stays
+// Waiting, so a crash gives it back.
+type lease struct {
 	f     *Frontier
 	h     *host
 	rec   Record
@@ -282,46 +282,30 @@ type Lease struct {
 
 // inFlight says whether l is a lease a worker holds: not a claim, and not
 // a URL held back after a failed outcome (Waiting on disk, and shown so).
-func (l *Lease) inFlight() bool { return l != nil && !l.claim && !l.held }
+func (l *lease) inFlight() bool { return l != nil && !l.claim && !l.held }
 
 // Item is the leased URL as it was queued.
-func (l *Lease) Item() Item { return l.rec.Item }
+func (l *lease) Item() Item { return l.rec.Item }
 
 // Record is the URL's stored state when it was leased: validators for a
 // conditional request, error counts, sync bookkeeping.
-func (l *Lease) Record() Record {
+func (l *lease) Record() Record {
 	r := l.rec
 	r.State = InFlight
 	return r
 }
 
 // HostKey is the scheduling key of the leased URL's host.
-func (l *Lease) HostKey() string { return l.h.key }
+func (l *lease) HostKey() string { return l.h.key }
 
 var errLeaseDone = errors.New("frontier: lease already completed or released")
-
-// TryNext is Next without waiting: it returns a lease, or nil and how long
-// until a host becomes ready (-1 when only a completion or an Add can
-// help), or ErrDone.
-func (f *Frontier) TryNext() (*Lease, time.Duration, error) {
-	for {
-		f.mu.Lock()
-		l, wait, more, err := f.tryNextLocked()
-		notes := f.takeNotesLocked()
-		f.mu.Unlock()
-		f.notify(notes)
-		if !more {
-			return l, wait, err
-		}
-	}
-}
 
 // Next returns the next URL to fetch, waiting until a host is ready. It
 // returns ErrDone when nothing is waiting and nothing is in flight, ctx's
 // error when ctx ends, ErrClosed when the Frontier is closed, and the
 // *StoreError once the store is broken: what cannot be recorded is not
 // fetched.
-func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
+func (f *Frontier) Next(ctx context.Context) (Lease, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -343,8 +327,11 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 		}
 		f.mu.Unlock()
 		f.notify(notes)
-		if l != nil || err != nil {
-			return l, err
+		if l != nil {
+			return l, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 		if more {
 			continue
@@ -373,7 +360,7 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 // tryNextLocked returns a lease, or how long to wait, or more: it passed
 // over a chunk of URLs held back by a page limit and should be called again
 // once the lock has been let go.
-func (f *Frontier) tryNextLocked() (l *Lease, wait time.Duration, more bool, err error) {
+func (f *Frontier) tryNextLocked() (l *lease, wait time.Duration, more bool, err error) {
 	if f.shut.Load() {
 		return nil, 0, false, ErrClosed
 	}
@@ -440,7 +427,7 @@ func (f *Frontier) tryNextLocked() (l *Lease, wait time.Duration, more bool, err
 // entry after the ones already leased or claimed. Entries a page limit
 // holds back are passed over, at most heldBackChunk a call: more says
 // there may be others to look at.
-func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *Lease, more bool, _ error) {
+func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 	c := tx.Bucket(bucketQueue).Cursor()
 	u := tx.Bucket(bucketURLs)
 	var seek [qkeyLen]byte
@@ -474,7 +461,7 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *Lease, more bool, _ error) {
 			if err := decodeRecord(string(v), rv, &rec, true); err != nil {
 				return nil, false, fmt.Errorf("%w: %s", err, v)
 			}
-			l := &Lease{f: f, h: h, rec: rec, level: s.level, seq: seq}
+			l := &lease{f: f, h: h, rec: rec, level: s.level, seq: seq}
 			over, err := f.overPages(tx, l)
 			if err != nil {
 				return nil, false, err
@@ -543,11 +530,11 @@ type Outcome struct {
 	NoRequest bool
 	// Backoff keeps the host from a new lease before it (Retry-After).
 	Backoff time.Time
-	// Edit, when set, changes the record's bookkeeping in the same
-	// transaction (for example Pending, so a document awaiting its index
-	// write survives a crash). It may run more than once and cannot change
-	// the state.
-	Edit func(*Record)
+	// Pending, when set (PendingIndex or PendingDelete), records in the
+	// same transaction a document write decided with the outcome, of the
+	// document DocID, so that a write sent after the outcome is stored
+	// survives a crash until its acknowledgement (Writes.Acknowledge).
+	Pending, DocID string
 	// Detail is free text for the history event of the outcome (the rule
 	// that excluded the URL, an error message).
 	Detail string
@@ -584,52 +571,24 @@ type Refused struct {
 	New    int // set by Complete: how many were seen for the first time
 }
 
-// Complete durably records the outcome of a lease, frees the host's slot
-// and starts its delay. Fetched resets ErrCount and TempErrCount, Error
-// counts one more permanent error and resets TempErrCount, Waiting counts
-// one more temporary error. An outcome that cannot be recorded (refused by
-// its checks, or a store that cannot write) ends the lease all the same and
-// holds the URL back: it stays Waiting on disk and is not leased again
-// until the next cycle or the next Open, since fetching it again at once
-// would only fail to record it again.
-func (l *Lease) Complete(o Outcome) error {
-	if l.done {
-		return errLeaseDone
-	}
-	c, err := l.completion(&o)
-	if err != nil {
-		l.abandon(&o)
-		return err
-	}
-	if err := l.f.write(c.fn); err != nil {
-		l.abandon(&o)
-		return err
-	}
-	c.q.remember()
-	l.done = true
-	f := l.f
-	f.mu.Lock()
-	l.freeSlotLocked(&o, c)
-	c.finishLocked(l)
-	f.working--
-	f.signal()
-	f.mu.Unlock()
-	f.notify(c.notes)
-	return nil
-}
-
-// CompleteAsync records the outcome as Complete does, but returns once the
-// outcome is queued for the store rather than once it is stored: the host's
-// slot is freed and its delay started at once, so a worker goes on to its
-// next lease while the disk catches up, and many outcomes share each commit.
-// The URL stays leased until done is called, after the commit, with nil, or
-// with the error that kept the outcome from the store; the URL is then
-// held back as after a failed Complete. done runs on the frontier's own
-// goroutine, one call at a time: it must not call CompleteAsync. Next
-// reports ErrDone only after every done has returned. An error returned by
-// CompleteAsync itself (the outcome was refused, or the store is broken or
-// closed) ends the lease as well, and done is not called.
-func (l *Lease) CompleteAsync(o Outcome, done func(error)) error {
+// CompleteAsync durably records the outcome of the lease, frees the host's
+// slot and starts its delay. Fetched resets ErrCount and TempErrCount,
+// Error counts one more permanent error and resets TempErrCount, Waiting
+// counts one more temporary error. It returns once the outcome is queued
+// for the store rather than once it is stored, so a worker goes on to its
+// next lease while the disk catches up, and many outcomes share each
+// commit. The URL stays leased until done is called, after the commit,
+// with nil, or with the error that kept the outcome from the store. An
+// outcome that cannot be recorded (refused by its checks, or a store that
+// cannot write) ends the lease all the same and holds the URL back: it
+// stays Waiting on disk and is not leased again until the next cycle or
+// the next Open, since fetching it again at once would only fail to record
+// it again. done runs on the frontier's own goroutine, one call at a time:
+// it must not call CompleteAsync. Next reports ErrDone only after every
+// done has returned. An error returned by CompleteAsync itself (the
+// outcome was refused, or the store is broken or closed) ends the lease as
+// well, and done is not called.
+func (l *lease) CompleteAsync(o Outcome, done func(error)) error {
 	if l.done {
 		return errLeaseDone
 	}
@@ -686,7 +645,7 @@ type completion struct {
 	counted bool
 }
 
-func (l *Lease) completion(o *Outcome) (*completion, error) {
+func (l *lease) completion(o *Outcome) (*completion, error) {
 	switch o.State {
 	case Fetched, Waiting:
 	case Error, Excluded:
@@ -765,13 +724,11 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 		if o.State != Waiting {
 			rec.Target, rec.qseq = o.Target, 0
 		}
-		if o.Edit != nil {
-			src := rec.Source
-			o.Edit(&rec)
-			rec.URL, rec.Source = url, src
-			if err := rec.Item.validate(); err != nil {
-				return err
+		if o.Pending != "" {
+			if o.Pending != PendingIndex && o.Pending != PendingDelete {
+				return fmt.Errorf("frontier: %s: unknown pending write %q", url, o.Pending)
 			}
+			rec.DocID, rec.Pending = o.DocID, o.Pending
 		}
 		rec.State = o.State
 		if o.ReadLinks {
@@ -809,7 +766,7 @@ func (l *Lease) completion(o *Outcome) (*completion, error) {
 }
 
 // freeSlotLocked gives the host its slot back and starts its delay.
-func (l *Lease) freeSlotLocked(o *Outcome, c *completion) {
+func (l *lease) freeSlotLocked(o *Outcome, c *completion) {
 	h := l.h
 	h.inflight--
 	h.pol = c.pol
@@ -826,7 +783,7 @@ func (l *Lease) freeSlotLocked(o *Outcome, c *completion) {
 
 // finishLocked ends a lease whose outcome is stored: the URL is free, its
 // queue entry stale, and the URLs the outcome queued are scheduled.
-func (c *completion) finishLocked(l *Lease) {
+func (c *completion) finishLocked(l *lease) {
 	f := l.f
 	l.unreserve(c.counted)
 	delete(f.leases, l.rec.URL)
@@ -836,7 +793,7 @@ func (c *completion) finishLocked(l *Lease) {
 
 // Release gives the URL back without an outcome (the worker is stopping):
 // it stays Waiting and will be leased again. The host's delay does not start.
-func (l *Lease) Release() {
+func (l *lease) Release() {
 	if l.done {
 		return
 	}
@@ -852,7 +809,7 @@ func (l *Lease) Release() {
 
 // giveBackLocked ends a lease without an outcome: the URL, still Waiting on
 // disk, is free to be leased again from its place in the queue.
-func (l *Lease) giveBackLocked() {
+func (l *lease) giveBackLocked() {
 	l.unreserve(false)
 	delete(l.f.leases, l.rec.URL)
 	l.f.rewind(l.h, l.level, l.seq, l.f.now())
@@ -860,7 +817,7 @@ func (l *Lease) giveBackLocked() {
 
 // abandon ends a lease whose outcome was not recorded: the host's slot is
 // freed (its delay starts: the request was made) and the URL held back.
-func (l *Lease) abandon(o *Outcome) {
+func (l *lease) abandon(o *Outcome) {
 	f := l.f
 	c := completion{now: f.now(), pol: f.policyFor(l.h.key)}
 	f.mu.Lock()
@@ -876,7 +833,7 @@ func (l *Lease) abandon(o *Outcome) {
 // of Next: its lease stays in f.leases, so pop passes over its queue entry
 // and changes treat it as leased, until the next cycle (releaseHeld). On
 // disk it is still Waiting, so the next Open queues it as well.
-func (l *Lease) holdLocked() {
+func (l *lease) holdLocked() {
 	l.held = true
 	l.f.held = append(l.f.held, l)
 }
@@ -900,7 +857,7 @@ func (f *Frontier) releaseHeld() {
 	f.signal()
 }
 
-// claims hold Waiting URLs an op is changing, so that TryNext does not lease
+// claims hold Waiting URLs an op is changing, so that Next does not lease
 // them meanwhile; releasing rewinds their queues in case they stayed Waiting.
 type claims struct {
 	f    *Frontier
@@ -932,7 +889,7 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 		return false
 	}
 	if l == nil {
-		l = &Lease{claim: true}
+		l = &lease{claim: true}
 		f.leases[rec.URL] = l
 		f.claimed++
 	}

@@ -194,7 +194,7 @@ func TestAStoreDamagedWhileOpenStopsWithTheCorruptErrorAndNoPanic(t *testing.T) 
 	// store is broken, and nothing crashed.
 	err := l.Complete(Outcome{State: Fetched, Status: 200})
 	wantCorrupt(t, err, dir)
-	if _, err := f.Next(context.Background()); err == nil || err.Error() != f.failure().Error() {
+	if _, err := f.next(context.Background()); err == nil || err.Error() != f.failure().Error() {
 		t.Errorf("Next = %v, want the store's error %v", err, f.failure())
 	}
 	if _, err := f.Add(Item{URL: "http://b.example/", Source: "s", Class: Start}); !errors.Is(err, f.failure()) {
@@ -230,7 +230,7 @@ func TestAReadErrorOfADamagedPageAlsoBreaksTheStore(t *testing.T) {
 		overwrite(t, dir, lay, id, randomBytes(int(lay.pageSize)))
 	}
 	// The first to meet the damage is a lease: Next reports it, as does every later change.
-	_, err := f.Next(context.Background())
+	_, err := f.next(context.Background())
 	wantCorrupt(t, err, dir)
 	if err := f.PutMeta("k", []byte("v")); !errors.Is(err, f.failure()) {
 		t.Errorf("PutMeta after the damage = %v, want the store's error", err)
@@ -264,7 +264,7 @@ func TestAFullDiskBreaksTheStoreWithENOSPCAndLosesNothingCommitted(t *testing.T)
 	if len(added) == 0 {
 		t.Fatal("nothing was stored before the disk was full")
 	}
-	if _, err := f.Next(context.Background()); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := f.next(context.Background()); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Next on a broken store = %v, want the ENOSPC error", err)
 	}
 	if _, err := f.Add(urlsOf("late.example", 1)...); !errors.Is(err, syscall.ENOSPC) {
@@ -359,7 +359,7 @@ func TestAnOutcomeThatCannotBeRecordedHoldsTheURLUntilTheNextCycle(t *testing.T)
 				t.Fatal("an outcome with a link longer than MaxURLLength was accepted")
 			}
 			l.Release() // a no-op: the lease ended with the refusal
-			if l, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
+			if l, err := f.next(context.Background()); !errors.Is(err, ErrDone) {
 				t.Fatalf("Next after a refused outcome = %v, %v; want ErrDone, not the URL again", l, err)
 			}
 			if r := mustGet(t, f, "http://a.example/"); r.State != Waiting {

@@ -222,7 +222,7 @@ func (m *Metrics) CycleDone(r *provider.Report, failed bool, next map[string]tim
 // background count, and the scheduler's cheap in-memory figures.
 type frontierCollector struct {
 	states   *States
-	front    *frontier.Frontier
+	front    frontier.Scheduler
 	urls     *prometheus.Desc
 	due      *prometheus.Desc
 	counted  *prometheus.Desc
@@ -234,7 +234,7 @@ type frontierCollector struct {
 // WatchFrontier adds the frontier's gauges: URLs by source and state (from
 // states, refreshed in the background), URLs due for an aged check, and
 // the leases in flight and hosts with work (read at each scrape, from memory).
-func (m *Metrics) WatchFrontier(states *States, front *frontier.Frontier) {
+func (m *Metrics) WatchFrontier(states *States, front frontier.Scheduler) {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "frontier", name), help, labels, nil)
 	}

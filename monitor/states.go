@@ -14,7 +14,7 @@ import (
 // every 20 times its own duration: however large the store, counting costs
 // at most a twentieth of a core.
 type States struct {
-	front *frontier.Frontier
+	front frontier.Scanner
 	// maxAge is each source's max_age (0: no aged checks).
 	maxAge map[string]time.Duration
 	// MinInterval is the shortest time between two counts.
@@ -85,7 +85,7 @@ func (s *SourceState) View() StoreView {
 }
 
 // NewStates counts front's URLs for the sources of cfg.
-func NewStates(front *frontier.Frontier, cfg *config.Config) *States {
+func NewStates(front frontier.Scanner, cfg *config.Config) *States {
 	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: time.Second, now: time.Now}
 	for i := range cfg.Sources {
 		s.maxAge[cfg.Sources[i].Name] = cfg.Sources[i].MaxAge.D()
@@ -179,7 +179,7 @@ func (s *States) count() (*Snapshot, error) {
 		}
 	}
 	snap := &Snapshot{Sources: map[string]*SourceState{}}
-	err := s.front.ForEach("", func(r frontier.Record) error {
+	err := frontier.ForEach(s.front, frontier.Query{}, func(r frontier.Record) error {
 		st := snap.Sources[r.Source]
 		if st == nil {
 			st = &SourceState{SourceCounts: frontier.SourceCounts{Reasons: map[frontier.State]map[string]int{}}}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -48,15 +49,19 @@ func TestStatesCountURLsByStateReasonAndAgedChecksDue(t *testing.T) {
 	}
 	complete := func(o frontier.Outcome, wantURL string) {
 		t.Helper()
-		l, _, err := f.TryNext()
-		if err != nil || l == nil {
-			t.Fatalf("TryNext: %v %v", l, err)
+		l, err := f.Next(context.Background())
+		if err != nil {
+			t.Fatalf("Next: %v", err)
 		}
 		if l.Item().URL != wantURL {
 			l.Release()
 			t.Fatalf("leased %s, want %s", l.Item().URL, wantURL)
 		}
-		if err := l.Complete(o); err != nil {
+		done := make(chan error, 1)
+		if err := l.CompleteAsync(o, func(err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -68,7 +68,7 @@ func crawlUntilItEnds(t *testing.T, ctx context.Context, cfg *config.Config, log
 func storeCounts(t *testing.T, front *frontier.Frontier, source string) (int, map[frontier.State]int) {
 	t.Helper()
 	total, by := 0, map[frontier.State]int{}
-	if err := front.ForEach(source, func(r frontier.Record) error {
+	if err := frontier.ForEach(front, frontier.Query{Source: source}, func(r frontier.Record) error {
 		total++
 		by[r.State]++
 		return nil

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -34,24 +33,19 @@ import (
 type Crawler struct {
 	cfg   *config.Config
 	rules *rules.Set
-	front *frontier.Frontier
+	// front is the state store as the crawl uses it; bolt is the same
+	// store, opened and closed here.
+	front frontier.Store
+	bolt  *frontier.Frontier
 	sink  sink.Sink
+	// writes owns the document writes between the store and the sink.
+	writes *writer
 	// report is the current cycle's; the sink's acknowledgements of one
 	// cycle may arrive while the next starts.
 	reportMu sync.Mutex
 	report   *Report
 	observer Observer // set by SetObserver; each new report takes it
 
-	acks *ackQueue
-	// ackStoreFailed is set once acknowledgements met a broken store.
-	ackStoreFailed atomic.Bool
-	// writeCtx is the running crawl's context, for the sink writes made
-	// from completion callbacks: a crawl that stops stops waiting on the
-	// sink. Guarded by reportMu.
-	writeCtx context.Context
-	// unsent counts writes left pending when the crawl stopped, for one
-	// log line at Close.
-	unsent    atomic.Int64
 	closeOnce sync.Once
 	closeErr  error
 	log       *slog.Logger
@@ -102,15 +96,15 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	if err != nil {
 		return nil, err // it names the state store
 	}
-	c.front = front
-	c.acks = newAckQueue(c.acknowledge)
-	s, err := open(c.sinkResult)
+	c.front, c.bolt = front, front
+	c.writes = newWriter(front, log, c.reportNow)
+	s, err := open(c.writes.result)
 	if err != nil {
-		c.acks.close()
+		c.writes.acks.close()
 		front.Close()
 		return nil, err
 	}
-	c.sink = s
+	c.sink, c.writes.sink = s, s
 	if o, ok := s.(interface{ Observe(sink.Observer) }); ok {
 		o.Observe(sinkObserver{c})
 	}
@@ -151,12 +145,8 @@ func (c *Crawler) Close() error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
 		defer cancel()
-		c.closeErr = c.sink.Close(ctx)
-		c.acks.close()
-		if n := c.unsent.Load(); n > 0 {
-			c.log.Info("index writes left pending for the next start", "count", n)
-		}
-		if err := c.front.Close(); c.closeErr == nil {
+		c.closeErr = c.writes.close(ctx)
+		if err := c.bolt.Close(); c.closeErr == nil {
 			c.closeErr = err
 		}
 	})
@@ -164,132 +154,12 @@ func (c *Crawler) Close() error {
 }
 
 // Frontier gives read access to the state store, for status and tests.
-func (c *Crawler) Frontier() *frontier.Frontier { return c.front }
-
-// sinkResult counts an acknowledgement in the current report and records it in the state store.
-func (c *Crawler) sinkResult(res sink.Result) {
-	if res.Outcome == sink.Unsent {
-		// Nothing changed in the index: the write stays pending.
-		c.unsent.Add(1)
-		return
-	}
-	src := c.reportNow().sinkResult(res)
-	if res.Outcome == sink.Failed {
-		c.log.Warn("index write failed", "url", res.URL, "source", src, "reason", "index_failed",
-			"status", res.Status, "detail", res.Reason, "delete", res.Delete)
-	} else if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		c.log.Debug("index write acknowledged", "url", res.URL, "source", src, "outcome", string(res.Outcome), "status", res.Status)
-	}
-	c.acks.add(res, src)
-}
+func (c *Crawler) Frontier() *frontier.Frontier { return c.bolt }
 
 func (c *Crawler) reportNow() *Report {
 	c.reportMu.Lock()
 	defer c.reportMu.Unlock()
 	return c.report
-}
-
-// acknowledge records sink outcomes on their URLs, in one change of the
-// store: the document is indexed or gone, and the pending write done.
-func (c *Crawler) acknowledge(acks []ack) {
-	changes := make([]frontier.Change, len(acks))
-	for i, a := range acks {
-		res := a.res
-		changes[i] = frontier.Change{URL: res.URL, Events: []frontier.Event{ackEvent(res)}, Fn: func(r *frontier.Record) error {
-			if res.Outcome == sink.Failed {
-				writeFailed(r, res)
-				return nil
-			}
-			// A newer write of the other kind, pending since this one was
-			// sent, is still to land.
-			if r.Pending == pendingFor(res) {
-				r.Pending = ""
-			}
-			r.Indexed = !res.Delete
-			return nil
-		}}
-	}
-	txErr := c.front.UpdateBatch(changes)
-	var broken *frontier.StoreError
-	if errors.As(txErr, &broken) {
-		// The store takes nothing more and the crawl stops on it; the writes
-		// stay pending on disk as they were. Said once, not per write.
-		if !c.ackStoreFailed.Swap(true) {
-			c.log.Error("cannot record index acknowledgements: they are sent again on the next start", "count", len(acks), "err", txErr)
-		}
-		return
-	}
-	for i, ch := range changes {
-		err := txErr
-		if err == nil {
-			err = ch.Err
-		}
-		if err != nil && !errors.Is(err, frontier.ErrNotFound) {
-			res := acks[i].res
-			c.log.Error("cannot record index acknowledgement", "url", res.URL, "source", acks[i].src, "outcome", string(res.Outcome), "err", err)
-		}
-	}
-}
-
-// writeFailed records a write the index rejected for good. It has not
-// landed, so it stays pending and the next cycle sends it again. A page
-// whose document was refused is in error with reason index_failed, which
-// status counts and clear-errors queues again; a URL whose delete was
-// refused keeps the state that decided the delete.
-func writeFailed(r *frontier.Record, res sink.Result) {
-	r.Hash = "" // its next fetch writes it whatever it holds
-	if !res.Delete && r.State == frontier.Fetched {
-		r.State, r.Reason = frontier.Error, reasonIndexFailed
-	}
-}
-
-// reasonIndexFailed is the reason of a write the index rejected for good.
-const reasonIndexFailed = "index_failed"
-
-// pendingFor is the pending write a result acknowledges.
-func pendingFor(res sink.Result) string {
-	if res.Delete {
-		return pendingDelete
-	}
-	return pendingIndex
-}
-
-// resumePending sends again the writes a previous run handed to the sink
-// but never saw land (a crash, an outage that outlasted it, a stop) and
-// those the index rejected for good: deletes by id; documents by
-// refetching their URL, whose hash is forgotten so the page is written
-// whatever it holds.
-func (c *Crawler) resumePending(ctx context.Context) error {
-	var recs []frontier.Record
-	if err := c.front.Pending(func(r frontier.Record) error {
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, r := range recs {
-		if r.Pending == pendingDelete {
-			c.reportNow().expect(r.URL, r.Source)
-			if err := c.sink.Delete(ctx, r.DocID, r.URL); err != nil {
-				return err
-			}
-			continue
-		}
-		err := c.front.Update(r.URL, func(rec *frontier.Record) error {
-			rec.Hash = ""
-			if rec.State != frontier.Waiting && rec.State != frontier.InFlight {
-				rec.State, rec.Class = frontier.Waiting, frontier.Refresh
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, frontier.ErrNotFound) {
-			return err
-		}
-	}
-	if len(recs) > 0 {
-		c.log.Info("unacknowledged writes resumed", "count", len(recs))
-	}
-	return nil
 }
 
 // policy is the frontier's politeness for a host: the source's limits, and
@@ -361,8 +231,8 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	c.reportMu.Lock()
 	report.obs = c.observer
 	c.report = report
-	c.writeCtx = ctx
 	c.reportMu.Unlock()
+	c.writes.begin(ctx)
 	// colly takes a request's context from its collector: set per cycle
 	// (no request is in flight between cycles), a stopped crawl hangs up
 	// on the pages it is fetching instead of waiting out fetch.timeout.
@@ -374,28 +244,17 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	// Searches see the cycle only once every write of it has landed; a
 	// stop or an outage that outlasts flushWait ends it unpublished, its
 	// writes pending for the next one.
+	// The cycle's writes are recorded before it counts as done.
 	flushCtx, cancel := context.WithTimeout(ctx, flushWait)
 	defer cancel()
-	if ferr := c.sink.Flush(flushCtx); ferr != nil && err == nil {
+	if ferr := c.writes.settle(flushCtx); ferr != nil && err == nil {
 		err = fmt.Errorf("sink: %w; the index is not published", ferr)
 	}
-	// The cycle's writes are recorded before it counts as done.
-	c.acks.wait()
 	if err == nil {
 		err = c.publish(ctx)
 	}
 	report.Finish(err)
 	return report, err
-}
-
-// writeContext is the context of the crawl running, for sink writes.
-func (c *Crawler) writeContext() context.Context {
-	c.reportMu.Lock()
-	defer c.reportMu.Unlock()
-	if c.writeCtx == nil {
-		return context.Background()
-	}
-	return c.writeCtx
 }
 
 func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
@@ -410,7 +269,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.reapplyIfChanged(); err != nil {
 		return err
 	}
-	if err := c.resumePending(ctx); err != nil {
+	if err := c.writes.resume(ctx); err != nil {
 		return err
 	}
 	if err := c.checkpoint(); err != nil {
@@ -534,33 +393,52 @@ func (c *Crawler) reapplyIfChanged() error {
 }
 
 // Reapply re-decides every known URL against the current crawl space; the
-// deletions it decides are sent by resumePending.
+// deletions it decides are sent by the writer's resume.
 func (c *Crawler) Reapply() error {
-	dropped, requeued, err := c.front.Reapply(func(r frontier.Record) frontier.Verdict {
-		if r.State == frontier.Excluded && r.Orphan {
-			// Excluded for want of a link, not by the config: a link brings it back.
-			return frontier.Verdict{Reason: reasonOrphan}
+	var verdicts []frontier.Verdict
+	err := frontier.ForEach(c.front, frontier.Query{}, func(r frontier.Record) error {
+		if v := c.verdict(&r); v.Changes(&r) {
+			verdicts = append(verdicts, v)
 		}
-		src := c.sources[r.Source]
-		if src == nil {
-			return frontier.Verdict{Reason: "source_removed"}
-		}
-		if r.State == frontier.Excluded && src.rules.Rewrite(r.URL) != r.URL {
-			// A link refused as found, never a URL to fetch: the page that
-			// holds it judges it again when it is read.
-			return frontier.Verdict{Reason: r.Reason}
-		}
-		d := src.rules.Decide(r.URL, r.Depth)
-		if !d.Crawl {
-			return frontier.Verdict{Reason: string(d.Reason)}
-		}
-		return frontier.Verdict{Allowed: true, Refetch: r.Indexed && !d.Index}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	dropped, requeued, err := c.front.Reapply(verdicts)
 	if err != nil {
 		return err
 	}
 	c.log.Info("configuration changed: crawl space re-applied to known URLs", "dropped", dropped, "requeued", requeued)
 	return nil
+}
+
+// verdict is what the current crawl space says of a known URL.
+func (c *Crawler) verdict(r *frontier.Record) frontier.Verdict {
+	v := frontier.Verdict{URL: r.URL}
+	if r.State == frontier.Excluded && r.Orphan {
+		// Excluded for want of a link, not by the config: a link brings it back.
+		v.Reason = reasonOrphan
+		return v
+	}
+	src := c.sources[r.Source]
+	if src == nil {
+		v.Reason = "source_removed"
+		return v
+	}
+	if r.State == frontier.Excluded && src.rules.Rewrite(r.URL) != r.URL {
+		// A link refused as found, never a URL to fetch: the page that
+		// holds it judges it again when it is read.
+		v.Reason = r.Reason
+		return v
+	}
+	d := src.rules.Decide(r.URL, r.Depth)
+	if !d.Crawl {
+		v.Reason = string(d.Reason)
+		return v
+	}
+	v.Allowed, v.Refetch = true, r.Indexed && !d.Index
+	return v
 }
 
 // Rewrite queues every URL holding a document to be fetched and written
@@ -633,21 +511,26 @@ func (c *Crawler) checkpoint() error {
 		return nil
 	}
 	type refusal struct{ source, reason, rule string }
-	seen := map[string]refusal{} // pred may run more than once per URL
+	seen := map[string]refusal{}
+	var drops []frontier.Verdict
 	start := time.Now()
-	n, err := c.front.Drop(func(r frontier.Record) (bool, string) {
+	err = frontier.ForEach(c.front, frontier.Query{States: []frontier.State{frontier.Waiting}}, func(r frontier.Record) error {
 		src := c.sources[r.Source]
 		if src == nil || r.Indexed || r.Pending != "" {
 			// A URL with a document is left to the worker that leases it:
 			// it re-decides the URL and deletes the document as well.
-			return false, ""
+			return nil
 		}
 		if d := src.rules.Decide(r.URL, r.Depth); !d.Crawl {
 			seen[r.URL] = refusal{r.Source, string(d.Reason), d.Rule}
-			return true, string(d.Reason)
+			drops = append(drops, frontier.Verdict{URL: r.URL, Reason: string(d.Reason)})
 		}
-		return false, ""
+		return nil
 	})
+	n := 0
+	if err == nil {
+		n, err = c.front.Drop(drops)
+	}
 	if n > 0 {
 		c.log.Info("reject list reloaded: queued URLs dropped", "dropped", n)
 	}

@@ -3,6 +3,8 @@ package provider
 import (
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/frontier"
 )
 
 // Timing holds the crawler's waits that tests shorten; a zero field keeps
@@ -27,4 +29,12 @@ func SetTiming(t testing.TB, tm Timing) {
 	if tm.Checkpoint > 0 {
 		checkpointEvery = tm.Checkpoint
 	}
+}
+
+// WrapStore puts wrap(store) between the crawler and its state store:
+// everything a crawl asks of the store goes through what it returns. Call
+// it before Crawl.
+func WrapStore(c *Crawler, wrap func(frontier.Store) frontier.Store) {
+	c.front = wrap(c.front)
+	c.writes.store = c.front
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // Observer sees every count as the Report records it, so metrics and the
@@ -103,7 +102,7 @@ func (c *Crawler) NextDiscovery(source string) (time.Time, error) {
 
 // NextDiscovery reads from a state store when src's start URLs, sitemaps
 // and feeds are next due: zero when they never were visited (at once).
-func NextDiscovery(front *frontier.Frontier, src *config.Source) (time.Time, error) {
+func NextDiscovery(front frontier.Meta, src *config.Source) (time.Time, error) {
 	raw, err := front.GetMeta(metaDiscovered + src.Name)
 	if err != nil || raw == nil {
 		return time.Time{}, err
@@ -117,7 +116,7 @@ func NextDiscovery(front *frontier.Frontier, src *config.Source) (time.Time, err
 
 // fetchedPage counts a response in the report and notes the request on the
 // lease for the URL's history.
-func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetchResult, took time.Duration) {
+func (c *Crawler) fetchedPage(lease frontier.Lease, source string, res *fetchResult, took time.Duration) {
 	c.report.fetched(source, res.status, len(res.body), took)
 	lease.Fetched(int64(len(res.body)), took)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -154,21 +153,4 @@ func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed
 		notes = append(notes, "charset_mismatch: "+out.CharsetWarning)
 	}
 	return strings.Join(notes, "; ")
-}
-
-// sentEvent is the history event of a write handed to the sink.
-func sentEvent(w *write) frontier.Event {
-	ev := frontier.Event{Kind: frontier.EventWriteSent, Reason: pendingIndex}
-	if w.del {
-		ev.Reason = pendingDelete
-	}
-	return ev
-}
-
-// ackEvent is the history event of a sink acknowledgement.
-func ackEvent(res sink.Result) frontier.Event {
-	if res.Outcome == sink.Failed {
-		return frontier.Event{Kind: frontier.EventWriteFailed, Reason: reasonIndexFailed, Status: res.Status, Detail: res.Reason}
-	}
-	return frontier.Event{Kind: frontier.EventWriteDone, Reason: string(res.Outcome), Status: res.Status}
 }

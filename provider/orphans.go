@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
 )
 
@@ -27,7 +26,7 @@ import (
 // URL could not be read, or a page reached has links that were never read
 // (its first fetch failed), no page is an orphan in that cycle.
 
-const reasonOrphan = "orphan"
+const reasonOrphan = frontier.ReasonOrphan
 
 // orphanFlushWait bounds the wait for the cycle's index writes before
 // orphans are looked for.
@@ -94,9 +93,8 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 	// crawl's own flush will wait out) postpones orphans to the next
 	// discovery rather than holding the cycle twice as long.
 	flushCtx, cancel := context.WithTimeout(ctx, orphanFlushWait)
-	err := c.sink.Flush(flushCtx)
+	err := c.writes.settle(flushCtx)
 	cancel()
-	c.acks.wait()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -112,28 +110,14 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 	if err != nil {
 		return err
 	}
-	cur := c.front.Cycle()
 	queued := false
 	if len(s.linked) > 0 {
-		_, err := c.front.UpdateEach(s.linked, func(r *frontier.Record) (bool, []frontier.Event) {
-			if !r.Orphan {
-				return false, nil
-			}
-			r.Orphan = false
-			return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "linked"}}
-		})
-		if err != nil {
+		if _, err := c.front.Orphans(s.linked, frontier.OrphanLinked); err != nil {
 			return err
 		}
 	}
 	if len(s.revive) > 0 {
-		back, err := c.front.UpdateEach(s.revive, func(r *frontier.Record) (bool, []frontier.Event) {
-			if r.State != frontier.Excluded || !r.Orphan {
-				return false, nil
-			}
-			r.State, r.Reason, r.Orphan, r.Cycle = frontier.Waiting, "", false, cur
-			return true, []frontier.Event{{Kind: frontier.EventRequeued, Class: r.Class, Reason: "orphan_linked"}}
-		})
+		back, err := c.front.Orphans(s.revive, frontier.OrphanRevive)
 		if err != nil {
 			return err
 		}
@@ -163,7 +147,7 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 				err = c.deleteOrphans(ctx, src, urls)
 			case orphansRecheck:
 				var n int
-				n, err = c.recheckOrphans(urls, cur)
+				n, err = c.recheckOrphans(urls)
 				queued = queued || n > 0
 			default:
 				err = c.keepOrphans(urls)
@@ -216,7 +200,7 @@ func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
 		return nil, err
 	}
 	unknown, example := 0, ""
-	err = c.front.ForEach("", func(r frontier.Record) error {
+	err = frontier.ForEach(c.front, frontier.Query{}, func(r frontier.Record) error {
 		in := reached.Has(r.URL)
 		if !in {
 			if decide[r.Source] != nil && holdsDocument(&r) {
@@ -279,35 +263,15 @@ func holdsDocument(r *frontier.Record) bool {
 
 // keepOrphans marks the orphans, with an event the first time.
 func (c *Crawler) keepOrphans(urls []string) error {
-	_, err := c.front.UpdateEach(urls, func(r *frontier.Record) (bool, []frontier.Event) {
-		if !holdsDocument(r) || r.Orphan {
-			return false, nil
-		}
-		r.Orphan = true
-		return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "kept"}}
-	})
+	_, err := c.front.Orphans(urls, frontier.OrphanKeep)
 	return err
 }
 
 // recheckOrphans queues the orphans not fetched in this cycle yet for a
 // conditional GET in it; those fetched already are known to be there. It
 // returns how many it queued.
-func (c *Crawler) recheckOrphans(urls []string, cycle uint64) (int, error) {
-	changed, err := c.front.UpdateEach(urls, func(r *frontier.Record) (bool, []frontier.Event) {
-		if !holdsDocument(r) {
-			return false, nil
-		}
-		if r.Cycle == cycle {
-			if r.Orphan {
-				return false, nil
-			}
-			r.Orphan = true
-			return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "kept"}}
-		}
-		r.Orphan = true
-		r.State, r.Class, r.Reason, r.Cycle = frontier.Waiting, frontier.Refresh, "", cycle
-		return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "recheck"}}
-	})
+func (c *Crawler) recheckOrphans(urls []string) (int, error) {
+	changed, err := c.front.Orphans(urls, frontier.OrphanRecheck)
 	n := 0
 	for i := range changed {
 		if changed[i].State == frontier.Waiting {
@@ -320,26 +284,14 @@ func (c *Crawler) recheckOrphans(urls []string, cycle uint64) (int, error) {
 // deleteOrphans excludes the orphans with reason "orphan" and deletes their
 // documents through the pending writes, like any other deletion.
 func (c *Crawler) deleteOrphans(ctx context.Context, src *source, urls []string) error {
-	changed, err := c.front.UpdateEach(urls, func(r *frontier.Record) (bool, []frontier.Event) {
-		if !holdsDocument(r) {
-			return false, nil
-		}
-		if r.DocID == "" {
-			r.DocID = docfields.ID(r.URL)
-		}
-		r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, reasonOrphan, true, pendingDelete
-		return true, []frontier.Event{{Kind: frontier.EventOrphan, Reason: "deleted"},
-			{Kind: frontier.EventWriteSent, Reason: pendingDelete}}
-	})
+	changed, err := c.front.Orphans(urls, frontier.OrphanDelete)
 	if len(changed) > 0 {
 		c.reportNow().ReasonN(src.cfg.Name, changed[0].URL, reasonOrphan, "", len(changed))
 	}
-	report := c.reportNow()
 	for i := range changed {
 		r := &changed[i]
 		c.log.Info("orphan deleted", "url", r.URL, "source", r.Source, "reason", reasonOrphan)
-		report.expect(r.URL, r.Source)
-		if derr := c.sink.Delete(ctx, r.DocID, r.URL); derr != nil {
+		if derr := c.writes.sendCtx(ctx, deletion(*r)); derr != nil {
 			// The deletion stays pending and is sent again by the next cycle.
 			c.log.Warn("sink write failed", "url", r.URL, "source", r.Source, "reason", reasonOrphan, "delete", true, "err", derr)
 		}

@@ -45,13 +45,13 @@ var (
 )
 
 // process fetches one leased URL and records its outcome.
-func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
+func (c *Crawler) process(ctx context.Context, lease frontier.Lease) {
 	it, rec := lease.Item(), lease.Record()
 	src := c.sources[it.Source]
 	if src == nil {
 		// A source removed from the config: its URLs leave the crawl.
 		o := frontier.Outcome{State: frontier.Excluded, Reason: "source_removed", NoRequest: true}
-		w := c.unindex(rec, &o)
+		w := unindex(rec)
 		c.complete(lease, o, w)
 		return
 	}
@@ -164,7 +164,7 @@ func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchR
 
 // page turns a fetched HTML page into links and, unless something says
 // otherwise, a document.
-func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
+func (c *Crawler) page(ctx context.Context, lease frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
 	it := lease.Item()
 	ex, docSource := c.extractorFor(src, d)
 	out, err := ex.Extract(mapping.Page{URL: u, Header: res.header, Body: res.body, Depth: it.Depth,
@@ -191,7 +191,7 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 		outcome.Target = canon
 		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
 		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
-		w := c.unindex(rec, &outcome)
+		w := unindex(rec)
 		c.complete(lease, outcome, w)
 		return
 	}
@@ -200,50 +200,27 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	switch {
 	case !d.Index:
 		c.decided(src.cfg.Name, it.URL, string(d.Reason), d.Rule, http.StatusOK)
-		w = c.unindex(rec, &outcome)
+		w = unindex(rec)
 	case noindex:
 		c.decided(src.cfg.Name, it.URL, "noindex", "", http.StatusOK)
-		w = c.unindex(rec, &outcome)
+		w = unindex(rec)
 	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
 		// Same content as the indexed document: no write.
 		c.report.unchanged(src.cfg.Name)
 	default:
 		doc := out.Doc
-		id := docfields.ID(doc.URL)
-		outcome.Edit = func(r *frontier.Record) { r.DocID, r.Pending = id, pendingIndex }
-		w = &write{id: id, url: doc.URL, source: src.cfg.Name, doc: &doc}
+		w = &write{id: docfields.ID(doc.URL), url: doc.URL, source: src.cfg.Name, doc: &doc}
 	}
 	c.complete(lease, outcome, w)
 }
 
-// Pending writes recorded on a URL until the sink acknowledges them.
-const (
-	pendingIndex  = "index"
-	pendingDelete = "delete"
-)
-
-// write is a sink write decided while a lease is held. It is recorded as
-// pending in the lease's outcome and handed to the sink only after the
-// outcome is stored, so the acknowledgement always finds it recorded.
-type write struct {
-	del     bool
-	id, url string
-	source  string
-	doc     *docfields.Document
-}
-
-// unindex arranges for the URL's document, if one was indexed or is on its
-// way, to be deleted.
-func (c *Crawler) unindex(rec frontier.Record, o *frontier.Outcome) *write {
+// unindex is the delete of the URL's document, if one was indexed or is on
+// its way.
+func unindex(rec frontier.Record) *write {
 	if !rec.Indexed && rec.Pending == "" {
 		return nil
 	}
-	id := rec.DocID
-	if id == "" {
-		id = docfields.ID(rec.URL)
-	}
-	o.Edit = func(r *frontier.Record) { r.DocID, r.Pending = id, pendingDelete }
-	return &write{del: true, id: id, url: rec.URL, source: rec.Source}
+	return deletion(rec)
 }
 
 // found routes each link of a page to the source whose crawl space holds
@@ -401,7 +378,7 @@ func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
 }
 
 // redirect records a 3xx and queues its target as a URL of its own.
-func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetchResult) {
+func (c *Crawler) redirect(lease frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetchResult) {
 	it := lease.Item()
 	loc := res.header.Get("Location")
 	found, err := urlnorm.Resolve(u, loc)
@@ -433,7 +410,7 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 	}
 	c.decided(src.cfg.Name, it.URL, "redirect", target, res.status)
 	// The URL no longer holds a document of its own.
-	w := c.unindex(rec, &outcome)
+	w := unindex(rec)
 	c.complete(lease, outcome, w)
 }
 
@@ -441,7 +418,7 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 // Retry-After and 429 are temporary (the host backs off); every other status
 // is permanent. A document is deleted on 404 and 410 at once, on other
 // permanent errors when the error repeats.
-func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *source, status int, h http.Header, reason string) {
+func (c *Crawler) httpError(lease frontier.Lease, rec frontier.Record, src *source, status int, h http.Header, reason string) {
 	it := lease.Item()
 	if reason == "" {
 		reason = "http_" + strconv.Itoa(status)
@@ -462,13 +439,13 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 	// ErrCount > 0: the previous attempt failed permanently too (a lease's
 	// record reads InFlight, so its state cannot tell).
 	if status == http.StatusNotFound || status == http.StatusGone || rec.ErrCount > 0 {
-		w = c.unindex(rec, &outcome)
+		w = unindex(rec)
 	}
 	c.complete(lease, outcome, w)
 }
 
 // failed records a fetch that got no status: a network error.
-func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source, err error) {
+func (c *Crawler) failed(lease frontier.Lease, rec frontier.Record, src *source, err error) {
 	it := lease.Item()
 	reason, temporary := classify(err)
 	if temporary {
@@ -482,7 +459,7 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: cause}
 	var w *write
 	if rec.ErrCount > 0 {
-		w = c.unindex(rec, &outcome)
+		w = unindex(rec)
 	}
 	var addrErr *addressError
 	outcome.NoRequest = errors.As(err, &addrErr)
@@ -505,14 +482,14 @@ type temporaryError struct {
 // failed max_temporary_errors times in a row; then it is an error and its
 // document is deleted. The cause goes with each retry to the URL's history
 // and with the error to the log and the report.
-func (c *Crawler) temporary(lease *frontier.Lease, rec frontier.Record, src *source, te temporaryError) {
+func (c *Crawler) temporary(lease frontier.Lease, rec frontier.Record, src *source, te temporaryError) {
 	it := lease.Item()
 	if te.attempts >= src.cfg.MaxTemporaryErrors {
 		c.report.Reason(src.cfg.Name, it.URL, te.reason, te.cause+"; temporary errors in a row: "+strconv.Itoa(te.attempts), true)
 		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", te.reason, "status", te.status,
 			"detail", te.cause, "attempts", te.attempts)
 		outcome := frontier.Outcome{State: frontier.Error, Reason: te.reason, Status: te.status, Detail: te.cause, NoRequest: te.noRequest}
-		w := c.unindex(rec, &outcome)
+		w := unindex(rec)
 		c.complete(lease, outcome, w)
 		return
 	}
@@ -547,11 +524,11 @@ func robotsCause(ue *robots.UnavailableError) string {
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
-func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *source, reason, detail string) {
+func (c *Crawler) exclude(lease frontier.Lease, rec frontier.Record, src *source, reason, detail string) {
 	c.report.Reason(src.cfg.Name, rec.URL, reason, detail, false)
 	c.log.Debug("excluded", "url", rec.URL, "source", src.cfg.Name, "reason", reason, "detail", detail)
 	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
-	w := c.unindex(rec, &outcome)
+	w := unindex(rec)
 	c.complete(lease, outcome, w)
 }
 
@@ -562,10 +539,10 @@ func (c *Crawler) exclude(lease *frontier.Lease, rec frontier.Record, src *sourc
 // (record_failed), its sink write is not made, and the frontier holds its
 // URL back until the next cycle: fetching it again at once would only fail
 // again. A store that cannot write at all stops the crawl (Next reports it).
-func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) {
+func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
 	linksGone(&o, lease.Record())
 	if w != nil {
-		o.History = append(o.History, sentEvent(w))
+		w.pend(&o)
 	}
 	it := lease.Item()
 	notRecorded := func(err error) {
@@ -582,7 +559,7 @@ func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) 
 			c.reportRefused(o.Found)
 		}
 		if w != nil {
-			c.write(w)
+			c.writes.send(w)
 		}
 	})
 	if err != nil {
@@ -593,32 +570,9 @@ func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) 
 // reasonRecordFailed counts the URLs whose outcome the state store did not take.
 const reasonRecordFailed = "record_failed"
 
-// write hands a recorded write to the sink. It runs on the frontier's
-// completion callback, so it waits on a full sink only while the crawl
-// runs: a stopped crawl leaves the write pending for the next one.
-func (c *Crawler) write(w *write) {
-	c.report.expect(w.url, w.source)
-	ctx := c.writeContext()
-	var err error
-	if w.del {
-		err = c.sink.Delete(ctx, w.id, w.url)
-	} else {
-		err = c.sink.Index(ctx, w.doc)
-	}
-	if err == nil {
-		return
-	}
-	// The write stays pending in the store and is sent again by the next cycle.
-	if ctx.Err() != nil {
-		c.unsent.Add(1) // stopping: counted in one line at Close
-		return
-	}
-	c.log.Warn("sink write failed", "url", w.url, "source", w.source, "delete", w.del, "err", err)
-}
-
 // robotsAllow checks robots.txt for u. A refusal returns the deciding line;
 // a robots.txt that cannot be read postpones the URL (ok false, why "").
-func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *source, u *url.URL) (ok bool, why string) {
+func (c *Crawler) robotsAllow(ctx context.Context, lease frontier.Lease, src *source, u *url.URL) (ok bool, why string) {
 	if !*src.cfg.Robots.Obey {
 		return true, ""
 	}

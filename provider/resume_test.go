@@ -107,7 +107,7 @@ wait:
 		t.Fatal(err)
 	}
 	atKill := map[string]frontier.Record{}
-	if err := f.ForEach("", func(r frontier.Record) error { atKill[r.URL] = r; return nil }); err != nil {
+	if err := frontier.ForEach(f, frontier.Query{}, func(r frontier.Record) error { atKill[r.URL] = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

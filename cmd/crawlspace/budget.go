@@ -47,7 +47,7 @@ type hostBudget struct {
 // hostsListed bounds the hosts at their budget that status lists.
 const hostsListed = 10
 
-func sourceBudget(front *frontier.Frontier, sc *config.Source) (*budgetStatus, error) {
+func sourceBudget(front statusStore, sc *config.Source) (*budgetStatus, error) {
 	u, err := front.Usage(sc.Name)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func printBudget(w io.Writer, b *budgetStatus) {
 
 // notStored says why a URL the store does not know may have been kept out:
 // its source at a URL limit that covers it. Empty when none does.
-func notStored(front *frontier.Frontier, sc *config.Source, url string) (string, error) {
+func notStored(front statusStore, sc *config.Source, url string) (string, error) {
 	u, err := front.Usage(sc.Name)
 	if err != nil {
 		return "", err
@@ -137,7 +137,7 @@ func notStored(front *frontier.Frontier, sc *config.Source, url string) (string,
 
 // heldBack says why a URL still waits at the end of a cycle: a page limit
 // its source or host reached in it. Empty when none did.
-func heldBack(front *frontier.Frontier, sc *config.Source, url string) (string, error) {
+func heldBack(front statusStore, sc *config.Source, url string) (string, error) {
 	cycle := front.Cycle()
 	u, err := front.Usage(sc.Name)
 	if err != nil {

@@ -66,7 +66,7 @@ sources:
 		t.Fatal(err)
 	}
 	refused, waiting := usage.Example, ""
-	front.ForEach("trap", func(r frontier.Record) error {
+	frontier.ForEach(front, frontier.Query{Source: "trap"}, func(r frontier.Record) error {
 		if r.State == frontier.Waiting {
 			waiting = r.URL
 		}

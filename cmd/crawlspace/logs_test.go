@@ -144,7 +144,7 @@ sources:
 		t.Fatal(err)
 	}
 	var urls []string
-	front.ForEach("", func(r frontier.Record) error { urls = append(urls, r.URL); return nil })
+	frontier.ForEach(front, frontier.Query{}, func(r frontier.Record) error { urls = append(urls, r.URL); return nil })
 	var statusOut bytes.Buffer
 	list, err := sourceStatuses(cfg, front)
 	if err != nil {

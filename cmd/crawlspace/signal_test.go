@@ -137,7 +137,7 @@ sources:
 		t.Fatal(err)
 	}
 	pending := 0
-	err = front.ForEach("", func(r frontier.Record) error {
+	err = frontier.ForEach(front, frontier.Query{}, func(r frontier.Record) error {
 		switch {
 		case r.Pending != "":
 			pending++

@@ -113,24 +113,25 @@ func runStatus(args []string) int {
 	}
 	// Read-only: status works on a store it may not write (a read-only
 	// file system, no write permission) and never changes one.
+	var store statusStore // nil: no crawl has run, every source is empty
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{ReadOnly: true})
 	switch {
 	case errors.Is(err, iofs.ErrNotExist):
-		front = nil // no crawl has run: every source is empty
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
 	default:
 		defer front.Close()
+		store = front
 	}
 	if *one != "" {
-		if front == nil {
+		if store == nil {
 			fmt.Fprintf(os.Stderr, "crawlspace status: %s is not in the state store (no crawl has run)\n", *one)
 			return exitFailed
 		}
-		return statusOfURL(os.Stdout, cfg, set, front, *one, *asJSON)
+		return statusOfURL(os.Stdout, cfg, set, store, *one, *asJSON)
 	}
-	list, err := sourceStatuses(cfg, front)
+	list, err := sourceStatuses(cfg, store)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
@@ -147,9 +148,16 @@ func runStatus(args []string) int {
 	return exitOK
 }
 
+// statusStore is what status reads of a state store.
+type statusStore interface {
+	frontier.Scanner
+	frontier.Meta
+	frontier.Reports
+}
+
 // sourceStatuses counts each source's URLs; a nil front is a store that
 // does not exist yet.
-func sourceStatuses(cfg *config.Config, front *frontier.Frontier) ([]sourceStatus, error) {
+func sourceStatuses(cfg *config.Config, front statusStore) ([]sourceStatus, error) {
 	snap := &monitor.Snapshot{}
 	if front != nil {
 		var err error
@@ -212,7 +220,7 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 	}
 }
 
-func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front *frontier.Frontier, raw string, asJSON bool) int {
+func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusStore, raw string, asJSON bool) int {
 	src, u, d, err := set.RouteRaw(raw, 0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %s: %v\n", raw, err)

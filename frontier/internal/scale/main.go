@@ -136,7 +136,9 @@ func main() {
 	fmt.Printf("%-14s %v (rebuilds %d hosts' queues)\n", "open", time.Since(start).Round(time.Millisecond), f.Stats().Hosts)
 
 	var popped atomic.Int64
-	complete := func(l *frontier.Lease, out []uint64) error {
+	// Each worker waits for its outcome to be stored, as Complete did
+	// before the store's interface kept only the crawler's CompleteAsync.
+	complete := func(l frontier.Lease, out []uint64) error {
 		o := frontier.Outcome{State: frontier.Fetched, Status: 200,
 			ETag: `"5f3c-62a1b7c0e2d40"`, LastModified: "Tue, 11 Mar 2025 09:12:44 GMT",
 			Hash: "9f86d081884c7d659a2feaa0c55ad015"}
@@ -150,7 +152,11 @@ func main() {
 			}
 			o.ReadLinks, o.Links = true, out
 		}
-		return l.Complete(o)
+		done := make(chan error, 1)
+		if err := l.CompleteAsync(o, func(err error) { done <- err }); err != nil {
+			return err
+		}
+		return <-done
 	}
 	if *cpuprofile != "" {
 		fh, err := os.Create(*cpuprofile)

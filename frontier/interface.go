@@ -1,0 +1,143 @@
+package frontier
+
+import (
+	"context"
+	"time"
+)
+
+// Store is what a crawl needs of its state store, grouped by role. Every
+// argument and result is a value: no callback runs inside a change, so a
+// store on the network (one request per call, leases per host) can
+// implement it as well as this package's bbolt Frontier. What is specific
+// to a store (opening it, its options, closing it, its own reports) stays
+// on the implementation.
+type Store interface {
+	Scheduler
+	Writes
+	Scanner
+	Linker
+	Meta
+}
+
+// Scheduler hands out due URLs and takes back their outcomes, keeping to
+// each host's politeness, and queues the URLs found on the way.
+type Scheduler interface {
+	// Next waits for the next due URL. It returns ErrDone when nothing is
+	// waiting and nothing is in flight, ctx's error when ctx ends, and the
+	// store's failure once it cannot record outcomes.
+	Next(ctx context.Context) (Lease, error)
+	// Add queues the items the store does not know and returns how many it
+	// queued (see Frontier.Add for the precedence rules).
+	Add(items ...Item) (int, error)
+	// Exclude records found URLs the crawl space refuses, with reason, and
+	// returns how many were new.
+	Exclude(reason string, items ...Item) (int, error)
+	// Backoff keeps a host from a new lease before until.
+	Backoff(hostKey string, until time.Time)
+	// Stats are the scheduler's figures, cheap enough for every scrape.
+	Stats() Stats
+}
+
+// Lease is one URL handed to one worker. Exactly one of CompleteAsync or
+// Release ends it; its methods are not safe for concurrent use.
+type Lease interface {
+	// Item is the URL as it was queued.
+	Item() Item
+	// Record is the URL's stored state when it was leased (State reads
+	// InFlight): validators for a conditional request, error counts,
+	// sync bookkeeping.
+	Record() Record
+	// HostKey is the scheduling key of the URL's host.
+	HostKey() string
+	// Fetched notes the size and duration of the request made, for the
+	// history event of the completion.
+	Fetched(bytes int64, took time.Duration)
+	// CompleteAsync records the outcome. It frees the host's slot and
+	// starts its delay at once and calls done once the outcome is stored,
+	// or with the error that kept it out (the URL is then held back until
+	// the next cycle). done is called one at a time and must not complete
+	// another lease.
+	CompleteAsync(o Outcome, done func(error)) error
+	// Release gives the URL back untouched (the worker is stopping).
+	Release()
+}
+
+// Writes keeps the document writes recorded pending (Outcome.Pending)
+// until the index acknowledges them, so that none is lost to a crash.
+type Writes interface {
+	// Pending lists the records with a write not yet acknowledged.
+	Pending() ([]Record, error)
+	// Acknowledge records the index's answers, in order; errs holds each
+	// answer's own refusal (ErrNotFound for a URL the store forgot), err a
+	// failure of the store.
+	Acknowledge(acks []Ack) (errs []error, err error)
+	// Refetch forgets the hash of each URL and queues it again as Refresh
+	// unless it is waiting or leased, so its next fetch writes its document
+	// whatever it holds. URLs the store does not know are skipped.
+	Refetch(urls []string) error
+}
+
+// Scanner reads the store page by page and applies decisions made from
+// what it read: the walks of reapply, orphans, status and maintenance.
+type Scanner interface {
+	// Get returns a URL's record (InFlight when leased) and whether the
+	// store knows it.
+	Get(url string) (Record, bool, error)
+	// Scan returns the next page of the records q selects, in URL order,
+	// and the q.After of the page after it: "" when there is none.
+	Scan(q Query) (recs []Record, next string, err error)
+	// Reapply applies verdicts of the crawl space on known URLs (see
+	// Verdict.Changes) and returns how many URLs it excluded and queued.
+	Reapply(verdicts []Verdict) (dropped, requeued int, err error)
+	// Drop excludes the Waiting URLs whose verdicts refuse them, with
+	// their reasons, and takes them out of their queues; leased ones stay
+	// with their workers.
+	Drop(verdicts []Verdict) (int, error)
+	// RequeueDue queues for an aged check, as Refresh, the URLs of source
+	// ("" for all) that AgedCheckDue selects.
+	RequeueDue(source string, olderThan time.Time) (int, error)
+	// RequeueErrors queues again the URLs of source ("" for all) in Error.
+	RequeueErrors(source string) (int, error)
+	// RequeueIndexed queues again every URL holding a document, with its
+	// hash and validators forgotten: a rebuild of the index.
+	RequeueIndexed() (int, error)
+}
+
+// Linker keeps the pages' outlinks and marks the orphans found with them.
+type Linker interface {
+	// Links returns the outlinks stored under key, and whether any are.
+	Links(key string) ([]uint64, bool, error)
+	// SetLinks stores links under key, which needs no record.
+	SetLinks(key string, links []uint64) error
+	// Reach walks the stored outlinks from roots.
+	Reach(roots []uint64) (*Reached, error)
+	// Orphans makes change to each of urls it applies to (see
+	// OrphanChange) and returns the records it changed, as stored.
+	Orphans(urls []string, change OrphanChange) ([]Record, error)
+}
+
+// Meta holds the cycle number and small values such as config
+// fingerprints.
+type Meta interface {
+	// Cycle is the current discovery cycle; BeginCycle starts the next.
+	Cycle() uint64
+	BeginCycle() (uint64, error)
+	// GetMeta returns the value under key, nil when absent; PutMeta
+	// stores it (nil deletes it).
+	GetMeta(key string) ([]byte, error)
+	PutMeta(key string, value []byte) error
+}
+
+// Reports are the store's answers for status, no part of a crawl: a
+// URL's history and what the budgets count.
+type Reports interface {
+	History(url string) ([]Event, error)
+	Usage(source string) (Usage, error)
+	HostUsage(source, host string) (HostUsage, bool, error)
+	HostUsages(source string) ([]HostUsage, error)
+}
+
+var (
+	_ Store   = (*Frontier)(nil)
+	_ Reports = (*Frontier)(nil)
+)

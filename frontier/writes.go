@@ -1,0 +1,99 @@
+package frontier
+
+import "errors"
+
+// Ack is the index's answer to a document write recorded pending.
+type Ack struct {
+	URL string
+	// Delete says the write answered was a delete (PendingDelete), else an
+	// index (PendingIndex).
+	Delete bool
+	// Failed says the index refused the write for good. It stays pending,
+	// to be sent again by the next cycle, and the hash is forgotten, so the
+	// page's next fetch writes it whatever it holds; a refused document of
+	// a Fetched URL puts the URL in Error with Reason.
+	Failed bool
+	Reason string
+	// Event goes to the URL's history.
+	Event Event
+}
+
+// Pending lists the records whose Pending write is set, without walking
+// the others: after a crash or an outage, these are the writes to send
+// again.
+func (f *Frontier) Pending() ([]Record, error) {
+	var out []Record
+	err := f.scan(bucketPending, func(r *Record) error {
+		if r.Pending != "" { // else a stale index entry; harmless
+			out = append(out, *r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Acknowledge records acks in one transaction: an acknowledged write is
+// done (unless a newer write of the other kind is pending since it was
+// sent) and the index holds the document or not; a refused one stays
+// pending (see Ack.Failed).
+func (f *Frontier) Acknowledge(acks []Ack) ([]error, error) {
+	changes := make([]edit, len(acks))
+	for i := range acks {
+		a := &acks[i]
+		changes[i] = edit{URL: a.URL, Events: []Event{a.Event}, Fn: func(r *Record) error {
+			if a.Failed {
+				r.Hash = ""
+				if !a.Delete && r.State == Fetched {
+					r.State, r.Reason = Error, a.Reason
+				}
+				return nil
+			}
+			pending := PendingIndex
+			if a.Delete {
+				pending = PendingDelete
+			}
+			if r.Pending == pending {
+				r.Pending = ""
+			}
+			r.Indexed = !a.Delete
+			return nil
+		}}
+	}
+	if err := f.updateBatch(changes); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(changes))
+	for i := range changes {
+		errs[i] = changes[i].Err
+	}
+	return errs, nil
+}
+
+// Refetch forgets the hashes of urls and queues those not waiting or
+// leased as Refresh, in transactions of up to writeChunk URLs.
+func (f *Frontier) Refetch(urls []string) error {
+	changes := make([]edit, 0, min(len(urls), writeChunk))
+	for len(urls) > 0 {
+		chunk := urls[:min(len(urls), writeChunk)]
+		urls = urls[len(chunk):]
+		changes = changes[:0]
+		for _, u := range chunk {
+			changes = append(changes, edit{URL: u, Fn: func(r *Record) error {
+				r.Hash = ""
+				if r.State != Waiting && r.State != InFlight {
+					r.State, r.Class = Waiting, Refresh
+				}
+				return nil
+			}})
+		}
+		if err := f.updateBatch(changes); err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if c.Err != nil && !errors.Is(c.Err, ErrNotFound) {
+				return c.Err
+			}
+		}
+	}
+	return nil
+}
