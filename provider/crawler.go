@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
@@ -70,9 +70,8 @@ type Crawler struct {
 	// read; robotsMu orders its updates.
 	robotsDown sync.Map
 	robotsMu   sync.Mutex
-	// sourceHeaders names every custom header of any source, to strip on
-	// a redirect to another host.
-	sourceHeaders map[string]bool
+	// fetchers is the fetch layer of every source, in config order.
+	fetchers fetch.Set
 }
 
 // SinkOpener opens the sink documents go to; onResult must receive every
@@ -86,7 +85,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		log = slog.Default()
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, report: NewReport(""),
-		sources: map[string]*source{}, sourceHeaders: map[string]bool{}, agent: robots.ProductToken(cfg.UserAgent)}
+		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent)}
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
 		if err != nil {
@@ -94,6 +93,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		}
 		c.sources[src.cfg.Name] = src
 		c.order = append(c.order, src)
+		c.fetchers = append(c.fetchers, src.fetch)
 	}
 	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
@@ -312,12 +312,7 @@ func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 // sourceForHost picks the source whose start URLs are on the host, else the
 // first source: politeness is per host, whichever source the URL came from.
 func (c *Crawler) sourceForHost(hostKey string) *source {
-	for _, src := range c.order {
-		if src.own[hostKey] {
-			return src
-		}
-	}
-	return c.order[0]
+	return c.sources[c.fetchers.Owner(hostKey).Name()]
 }
 
 // Crawl runs one cycle of every source: writes left pending by an earlier
@@ -362,12 +357,6 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	c.report = report
 	c.writeCtx = ctx
 	c.reportMu.Unlock()
-	// colly takes a request's context from its collector: set per cycle
-	// (no request is in flight between cycles), a stopped crawl hangs up
-	// on the pages it is fetching instead of waiting out fetch.timeout.
-	for _, src := range c.order {
-		src.coll.Context = ctx
-	}
 	c.warnings(report)
 	err := c.cycle(ctx, discover)
 	// Searches see the cycle only once every write of it has landed; a
@@ -582,7 +571,7 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 	if !config.Bool(src.cfg.Robots.Obey, true) || !config.Bool(src.cfg.Politeness.ObeyCrawlDelay, true) {
 		return
 	}
-	for host := range src.own {
+	for host := range src.fetch.Hosts() {
 		hu, err := url.Parse(host + "/")
 		if err != nil {
 			continue
@@ -730,29 +719,17 @@ func (c *Crawler) work(ctx context.Context) error {
 	return parent.Err()
 }
 
-// fetchRobots fetches robots.txt with the client of the source owning the
-// host, so the address rules and TLS settings apply to it too.
+// fetchRobots fetches robots.txt through the fetch layer of the source
+// owning the host, noting when the request ended: robots.txt is a load
+// from the host like any page.
 func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
-	u, err := url.Parse(robotsURL)
-	if err != nil {
-		return 0, nil, err
-	}
-	src := c.sourceForHost(frontier.HostKey(u.String()))
-	// The cache reads one byte past what it parses, to know the file was cut.
-	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	// A site behind authentication serves its robots.txt behind it too;
-	// without the credentials a 401 would read as "everything allowed".
-	src.setHeaders(req.Header, robotsURL, c.cfg.UserAgent)
 	host := frontier.HostKey(robotsURL)
-	res, err := src.robotsClient.Do(req)
+	status, body, err := c.fetchers.Robots(ctx, robotsURL)
 	if err != nil {
 		c.robotsRead.Store(host, time.Now())
 		return 0, nil, err
 	}
-	return res.StatusCode, &robotsBody{ReadCloser: res.Body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
+	return status, &robotsBody{ReadCloser: body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
 }
 
 // robotsBody notes when the robots.txt request ended: when the cache is

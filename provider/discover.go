@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 
@@ -34,7 +35,7 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 	}
 	obey := config.Bool(src.cfg.Robots.Obey, true)
 	if config.Bool(src.cfg.UseSitemaps, true) && obey {
-		for host := range src.own {
+		for host := range src.fetch.Hosts() {
 			hu, err := url.Parse(host + "/")
 			if err != nil {
 				continue
@@ -132,12 +133,10 @@ func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim 
 		maxBytes = sitemap.DefaultMaxBytes
 	}
 	// Parse reads one byte past max_bytes to tell a file cut by the limit.
-	req, err := http.NewRequestWithContext(withBodyLimit(ctx, saturatingAdd(maxBytes, 1)), http.MethodGet, fu, nil)
-	if err != nil {
-		return nil, err
+	if maxBytes < math.MaxInt64 {
+		maxBytes++
 	}
-	src.setHeaders(req.Header, fu, c.cfg.UserAgent)
-	res, err := src.client.Do(req)
+	res, err := src.fetch.Get(ctx, fu, maxBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -117,12 +118,12 @@ func NextDiscovery(front *frontier.Frontier, src *config.Source) (time.Time, err
 
 // fetchedPage counts a response in the report and notes the request on the
 // lease for the URL's history.
-func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetchResult, took time.Duration) {
-	c.report.fetched(source, res.status, len(res.body), took)
-	lease.Fetched(int64(len(res.body)), took)
+func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetch.Response, took time.Duration) {
+	c.report.fetched(source, res.Status, len(res.Body), took)
+	lease.Fetched(int64(len(res.Body)), took)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		c.log.Debug("fetched", "url", res.url, "source", source, "status", res.status,
-			"bytes", len(res.body), "took", took.Round(time.Microsecond))
+		c.log.Debug("fetched", "url", res.URL, "source", source, "status", res.Status,
+			"bytes", len(res.Body), "took", took.Round(time.Microsecond))
 	}
 }
 

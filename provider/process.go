@@ -12,31 +12,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gocolly/colly/v2"
-
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
-
-// fetchResult travels with a request through colly's callbacks.
-type fetchResult struct {
-	src    *source
-	url    string
-	status int
-	header http.Header
-	body   []byte
-	skip   rules.Decision // a refusal decided from the headers; the body was not downloaded
-	// tooLarge says the body went past max_body_bytes once decoded.
-	tooLarge bool
-	err      error
-}
-
-const resultKey = "crawlspace.result"
 
 // Temporary failures back a host off for retryBase << attempts, at most
 // retryMax. Variables only so tests can shorten them.
@@ -94,26 +78,21 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		}
 	}
 	fetched := time.Now().UTC()
-	res := c.fetchPage(src, it.URL, hdr)
+	res := src.fetch.Page(ctx, it.URL, hdr)
 	if ctx.Err() != nil {
 		lease.Release()
 		return
 	}
-	var tooLarge *tooLargeError
-	if errors.As(res.err, &tooLarge) {
-		// The transport stopped the body at the limit: a 200 whose size decides below.
-		res.err, res.tooLarge = nil, true
-	}
-	if res.err != nil {
-		c.failed(lease, rec, src, res.err)
+	if res.Err != nil {
+		c.failed(lease, rec, src, res.Err)
 		return
 	}
 	c.fetchedPage(lease, name, res, time.Since(fetched))
-	switch st := res.status; {
+	switch st := res.Status; {
 	case st == http.StatusNotModified:
 		if !conditional {
 			// Exalead: a 304 to an unconditional GET is inconsistent, a permanent error.
-			c.httpError(lease, rec, src, st, res.header, "http_304_unconditional")
+			c.httpError(lease, rec, src, st, res.Header, "http_304_unconditional")
 			return
 		}
 		c.report.unchanged(name)
@@ -124,51 +103,35 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		c.redirect(lease, rec, src, u, res)
 		return
 	case st != http.StatusOK:
-		c.httpError(lease, rec, src, st, res.header, "")
+		c.httpError(lease, rec, src, st, res.Header, "")
 		return
 	}
-	if res.skip.Reason != "" {
-		c.exclude(lease, rec, src, string(res.skip.Reason), mediaType(res.header.Get("Content-Type")))
+	if res.Skip.Reason != "" {
+		c.exclude(lease, rec, src, string(res.Skip.Reason), docfields.MediaType(res.Header.Get("Content-Type")))
 		return
 	}
-	if res.tooLarge || int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
+	if res.TooLarge || int64(len(res.Body)) > c.cfg.Fetch.MaxBodyBytes {
 		// Never a silently truncated document: the page is left out, with its reason.
 		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
 		return
 	}
-	if res.header.Get("Content-Type") == "" {
+	if res.Header.Get("Content-Type") == "" {
 		// No type to decide from before the body came: its first bytes decide.
-		sniffed := http.DetectContentType(res.body)
+		sniffed := http.DetectContentType(res.Body)
 		if d := src.rules.DecideMIME(sniffed, it.URL); !d.Crawl {
-			c.exclude(lease, rec, src, string(d.Reason), mediaType(sniffed))
+			c.exclude(lease, rec, src, string(d.Reason), docfields.MediaType(sniffed))
 			return
 		}
 	}
 	c.page(ctx, lease, rec, src, d, u, res, fetched)
 }
 
-// fetchPage requests a page through the source's collector, with the
-// request headers hdr besides the crawler's own; the outcome, a failure
-// included, is in the result.
-func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchResult {
-	src.setHeaders(hdr, rawURL, c.cfg.UserAgent)
-	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
-	res := &fetchResult{src: src, url: rawURL}
-	cctx := colly.NewContext()
-	cctx.Put(resultKey, res)
-	err := src.coll.Request(http.MethodGet, rawURL, nil, cctx, hdr)
-	if res.err == nil && err != nil && !errors.Is(err, colly.ErrAbortedAfterHeaders) {
-		res.err = err
-	}
-	return res
-}
-
 // page turns a fetched HTML page into links and, unless something says
 // otherwise, a document.
-func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
+func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetch.Response, fetched time.Time) {
 	it := lease.Item()
 	ex, docSource := c.extractorFor(src, d)
-	out, err := ex.Extract(mapping.Page{URL: u, Header: res.header, Body: res.body, Depth: it.Depth,
+	out, err := ex.Extract(mapping.Page{URL: u, Header: res.Header, Body: res.Body, Depth: it.Depth,
 		Source: docSource, Fetched: fetched, AddMeta: addMeta(d)})
 	if err != nil {
 		c.exclude(lease, rec, src, "extract_failed", err.Error())
@@ -177,7 +140,7 @@ func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.
 	obey := config.Bool(src.cfg.Robots.Obey, true)
 	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
-		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
+		ETag: res.Header.Get("ETag"), LastModified: res.Header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
 		ReadLinks: true}
 	if follow && config.Bool(src.cfg.Discovery, true) {
 		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
@@ -402,25 +365,25 @@ func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
 }
 
 // redirect records a 3xx and queues its target as a URL of its own.
-func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetchResult) {
+func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetch.Response) {
 	it := lease.Item()
-	loc := res.header.Get("Location")
+	loc := res.Header.Get("Location")
 	found, err := urlnorm.Resolve(u, loc)
 	if loc == "" || err != nil {
 		// Exalead: a redirect to a malformed URL is a permanent error.
-		c.httpError(lease, rec, src, res.status, res.header, "redirect_malformed")
+		c.httpError(lease, rec, src, res.Status, res.Header, "redirect_malformed")
 		return
 	}
 	to, target, d := c.rules.Route(found, it.Depth, src.rules)
 	if target == it.URL {
-		c.httpError(lease, rec, src, res.status, res.header, "redirect_loop")
+		c.httpError(lease, rec, src, res.Status, res.Header, "redirect_loop")
 		return
 	}
 	if it.Hops >= c.cfg.Fetch.MaxRedirects {
-		c.httpError(lease, rec, src, res.status, res.header, "too_many_redirects")
+		c.httpError(lease, rec, src, res.Status, res.Header, "too_many_redirects")
 		return
 	}
-	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target, ReadLinks: true}
+	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.Status, Target: target, ReadLinks: true}
 	if d.Crawl {
 		outcome.Links = []uint64{frontier.LinkKey(target)}
 		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1, Via: it.URL}
@@ -432,7 +395,7 @@ func (c *Crawler) redirect(lease *frontier.Lease, rec frontier.Record, src *sour
 		refused.add(to, target, it.Depth, d)
 		c.recordRefusals(&refused)
 	}
-	c.decided(src.cfg.Name, it.URL, "redirect", target, res.status)
+	c.decided(src.cfg.Name, it.URL, "redirect", target, res.Status)
 	// The URL no longer holds a document of its own.
 	w := c.unindex(rec, &outcome)
 	c.complete(lease, outcome, w)
@@ -471,7 +434,7 @@ func (c *Crawler) httpError(lease *frontier.Lease, rec frontier.Record, src *sou
 // failed records a fetch that got no status: a network error.
 func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source, err error) {
 	it := lease.Item()
-	reason, temporary := classify(err)
+	reason, temporary := fetch.Classify(err)
 	if temporary {
 		c.temporary(lease, rec, src, temporaryError{reason: reason, cause: errCause(err),
 			until: time.Now().Add(backoff(rec.TempErrCount)), attempts: rec.TempErrCount + 1})
@@ -485,7 +448,7 @@ func (c *Crawler) failed(lease *frontier.Lease, rec frontier.Record, src *source
 	if rec.ErrCount > 0 {
 		w = c.unindex(rec, &outcome)
 	}
-	var addrErr *addressError
+	var addrErr *fetch.AddressError
 	outcome.NoRequest = errors.As(err, &addrErr)
 	c.complete(lease, outcome, w)
 }
@@ -633,7 +596,7 @@ func (c *Crawler) robotsAllow(ctx context.Context, lease *frontier.Lease, src *s
 	// and waits the host's delay, queued again rather than holding a worker.
 	paused := c.robotsPause(lease.HostKey())
 	var unavailable *robots.UnavailableError
-	var addrErr *addressError
+	var addrErr *fetch.AddressError
 	switch {
 	case errors.As(err, &addrErr):
 		// The host's address is refused: no robots.txt will make it allowed.
