@@ -22,7 +22,6 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
-	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
@@ -759,13 +758,14 @@ func addMeta(d rules.Decision) map[string]string {
 	return m
 }
 
-// extractorFor returns the extractor of the source a decision files the
-// document under (a crawl rule's source action may name another source).
-func (c *Crawler) extractorFor(src *source, d rules.Decision) (*mapping.Extractor, string) {
+// extractorFor returns the extractor of a media type of the source a
+// decision files the document under (a crawl rule's source action may name
+// another source).
+func (c *Crawler) extractorFor(src *source, d rules.Decision, mediaType string) (Extractor, string) {
 	if d.Source != "" && d.Source != src.cfg.Name {
 		if other := c.sources[d.Source]; other != nil {
-			return other.extractor, other.cfg.Name
+			return other.extractors.forType(mediaType), other.cfg.Name
 		}
 	}
-	return src.extractor, src.cfg.Name
+	return src.extractors.forType(mediaType), src.cfg.Name
 }

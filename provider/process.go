@@ -115,22 +115,24 @@ func (c *Crawler) process(ctx context.Context, lease *frontier.Lease) {
 		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
 		return
 	}
+	mt := docfields.MediaType(res.Header.Get("Content-Type"))
 	if res.Header.Get("Content-Type") == "" {
 		// No type to decide from before the body came: its first bytes decide.
 		sniffed := http.DetectContentType(res.Body)
+		mt = docfields.MediaType(sniffed)
 		if d := src.rules.DecideMIME(sniffed, it.URL); !d.Crawl {
-			c.exclude(lease, rec, src, string(d.Reason), docfields.MediaType(sniffed))
+			c.exclude(lease, rec, src, string(d.Reason), mt)
 			return
 		}
 	}
-	c.page(ctx, lease, rec, src, d, u, res, fetched)
+	c.page(ctx, lease, rec, src, d, u, res, mt, fetched)
 }
 
 // page turns a fetched HTML page into links and, unless something says
 // otherwise, a document.
-func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetch.Response, fetched time.Time) {
+func (c *Crawler) page(ctx context.Context, lease *frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetch.Response, mediaType string, fetched time.Time) {
 	it := lease.Item()
-	ex, docSource := c.extractorFor(src, d)
+	ex, docSource := c.extractorFor(src, d, mediaType)
 	out, err := ex.Extract(mapping.Page{URL: u, Header: res.Header, Body: res.Body, Depth: it.Depth,
 		Source: docSource, Fetched: fetched, AddMeta: addMeta(d)})
 	if err != nil {
