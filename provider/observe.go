@@ -130,7 +130,7 @@ func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetch.R
 // decided counts a page fetched but not indexed under its own URL (a
 // redirect, a canonical alias, noindex, a rule) and logs the decision.
 func (c *Crawler) decided(source, url, reason, detail string, status int) {
-	c.report.Reason(source, url, reason, detail, false)
+	c.report.Reason(source, url, reason, detail)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("not indexed", "url", url, "source", source, "reason", reason, "status", status, "detail", detail)
 	}
@@ -145,12 +145,12 @@ func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed
 	var notes []string
 	if out.LinksCapped && followed {
 		detail := fmt.Sprintf("kept %d distinct links of %d found (fetch.max_links_per_page)", len(out.Links), out.LinksFound)
-		c.report.Reason(source, url, "links_capped", detail, false)
+		c.report.Reason(source, url, "links_capped", detail)
 		c.log.Info("page links capped", "url", url, "source", source, "reason", "links_capped", "detail", detail)
 		notes = append(notes, "links_capped: "+detail)
 	}
 	if out.CharsetWarning != "" {
-		c.report.Reason(source, url, "charset_mismatch", out.CharsetWarning, false)
+		c.report.Reason(source, url, "charset_mismatch", out.CharsetWarning)
 		c.log.Warn("declared charset contradicted by the page", "url", url, "source", source, "reason", "charset_mismatch", "detail", out.CharsetWarning)
 		notes = append(notes, "charset_mismatch: "+out.CharsetWarning)
 	}
