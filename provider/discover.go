@@ -86,23 +86,15 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 			}
 			files = append(files, file{child.URL, f.depth + 1})
 		}
-		items := make([]frontier.Item, 0, len(res.URLs))
-		var refused refusals
+		ds := discovered{items: make([]frontier.Item, 0, len(res.URLs))}
 		for _, e := range res.URLs {
-			found, err := urlnorm.Normalize(e.URL)
-			if err != nil {
-				continue
+			if it := ds.add(c.rules, src.rules, e.URL, 0); it != nil {
+				it.Lastmod = e.Lastmod
+				listed = append(listed, frontier.LinkKey(it.URL))
 			}
-			to, nu, d := c.rules.Route(found, 0, src.rules)
-			if !d.Crawl {
-				refused.add(to, nu, 0, d)
-				continue
-			}
-			items = append(items, frontier.Item{URL: nu, Source: to.Name, Class: classOf(d), Shift: d.Priority, Lastmod: e.Lastmod})
-			listed = append(listed, frontier.LinkKey(nu))
 		}
-		c.recordRefusals(&refused)
-		n, err := c.front.Add(items...)
+		c.recordRefusals(&ds.refused)
+		n, err := c.front.Add(ds.items...)
 		if err != nil {
 			c.log.Error("cannot queue sitemap URLs", "url", fu, "source", src.cfg.Name, "err", err)
 			continue

@@ -53,32 +53,48 @@ func (c *Crawler) unindex(rec frontier.Record, o *frontier.Outcome) *write {
 // found routes each link of a page to the source whose crawl space holds
 // it, for the page's outcome to queue in the class its decision gives, and
 // collects the refused ones, for the outcome to record with their reasons.
-// Links are judged as found; what is queued is what the query filter makes
-// of them, and what is refused is recorded as refused (see Set.Route).
 func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) *frontier.Found {
-	items := make([]frontier.Item, 0, len(links))
-	var refused refusals
+	ds := discovered{items: make([]frontier.Item, 0, len(links))}
 	for _, l := range links {
 		if l.NoFollow && obeyNofollow {
 			continue
 		}
-		fu, err := urlnorm.Normalize(l.URL)
-		if err != nil {
-			continue
+		if it := ds.add(c.rules, src.rules, l.URL, from.Depth+1); it != nil {
+			it.Via = from.URL
 		}
-		to, u, d := c.rules.Route(fu, from.Depth+1, src.rules)
-		if !d.Crawl {
-			refused.add(to, u, from.Depth+1, d)
-			continue
-		}
-		items = append(items, frontier.Item{URL: u, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
 	}
-	c.reportUnstorable(&refused)
-	fd := &frontier.Found{Links: items}
-	for reason, items := range refused.byReason {
-		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: refused.rule[reason], Items: items})
+	c.reportUnstorable(&ds.refused)
+	fd := &frontier.Found{Links: ds.items}
+	for reason, items := range ds.refused.byReason {
+		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: ds.refused.rule[reason], Items: items})
 	}
 	return fd
+}
+
+// discovered is what the URLs a page links or a sitemap lists become:
+// queue items, each for the source whose crawl space holds it in the class
+// its decision gives, and the URLs refused, by reason. URLs are judged as
+// found; what is queued is what the query filter makes of them, and what
+// is refused is recorded as refused (see Set.Route).
+type discovered struct {
+	items   []frontier.Item
+	refused refusals
+}
+
+// add judges a URL found on a page of the source from, depth links from a
+// start URL; it returns its queue item, nil when it is refused or no URL.
+func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth int) *frontier.Item {
+	fu, err := urlnorm.Normalize(raw)
+	if err != nil {
+		return nil
+	}
+	to, u, d := set.Route(fu, depth, from)
+	if !d.Crawl {
+		ds.refused.add(to, u, depth, d)
+		return nil
+	}
+	ds.items = append(ds.items, frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority})
+	return &ds.items[len(ds.items)-1]
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
