@@ -34,11 +34,15 @@ type Crawler struct {
 	rules *rules.Set
 	front *frontier.Frontier
 	sink  sink.Sink
-	// report is the current cycle's; the sink's acknowledgements of one
-	// cycle may arrive while the next starts.
+	// report is the current cycle's, replaced when a cycle starts while
+	// the sink's acknowledgements of the last may still arrive and the
+	// status page reads it: it is only ever loaded and stored whole
+	// (reportNow).
+	report atomic.Pointer[Report]
+	// reportMu guards what a cycle's start sets besides its report: the
+	// observer each new report takes, and writeCtx.
 	reportMu sync.Mutex
-	report   *Report
-	observer Observer // set by SetObserver; each new report takes it
+	observer Observer // set by SetObserver
 
 	acks *ackQueue
 	// ackStoreFailed is set once acknowledgements met a broken store.
@@ -83,8 +87,9 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Crawler{cfg: cfg, rules: set, log: log, report: NewReport(""),
+	c := &Crawler{cfg: cfg, rules: set, log: log,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent)}
+	c.report.Store(NewReport(""))
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
 		if err != nil {
@@ -181,11 +186,8 @@ func (c *Crawler) sinkResult(res sink.Result) {
 	c.acks.add(res, src)
 }
 
-func (c *Crawler) reportNow() *Report {
-	c.reportMu.Lock()
-	defer c.reportMu.Unlock()
-	return c.report
-}
+// reportNow is the report of the cycle running, or of the last one.
+func (c *Crawler) reportNow() *Report { return c.report.Load() }
 
 // acknowledge records sink outcomes on their URLs, in one change of the
 // store: the document is indexed or gone, and the pending write done.
@@ -350,10 +352,10 @@ func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Ti
 }
 
 func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
-	report := NewReport(fmt.Sprint(c.sink))
+	report := NewReport(c.sink.Target())
 	c.reportMu.Lock()
 	report.obs = c.observer
-	c.report = report
+	c.report.Store(report)
 	c.writeCtx = ctx
 	c.reportMu.Unlock()
 	c.warnings(report)
@@ -470,7 +472,7 @@ func (c *Crawler) rebuildIfNewTarget() error {
 	if err != nil {
 		return err
 	}
-	target := fmt.Sprint(c.sink)
+	target := c.sink.Target()
 	if string(last) == target {
 		return nil
 	}
@@ -559,7 +561,7 @@ func (c *Crawler) publish(ctx context.Context) error {
 	if err := c.sink.Publish(ctx); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	return c.front.PutMeta(metaTarget, []byte(fmt.Sprint(c.sink)))
+	return c.front.PutMeta(metaTarget, []byte(c.sink.Target()))
 }
 
 // learnCrawlDelays reads the robots.txt of a source's start hosts before

@@ -65,23 +65,23 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 		res, err := c.fetchListing(ctx, src, fu, lim)
 		if res == nil {
 			whole = false
-			c.report.Failure(src.cfg.Name, fu, "sitemap_failed", err.Error())
+			c.reportNow().Failure(src.cfg.Name, fu, "sitemap_failed", err.Error())
 			c.log.Info("sitemap or feed not read", "url", fu, "source", src.cfg.Name, "reason", "sitemap_failed", "err", err)
 			continue
 		}
 		if err != nil {
 			// Partial results are kept: a file broken half-way still lists its first half.
 			whole = false
-			c.report.Reason(src.cfg.Name, fu, "sitemap_malformed", err.Error())
+			c.reportNow().Reason(src.cfg.Name, fu, "sitemap_malformed", err.Error())
 		}
 		if res.Truncated != "" {
 			whole = false
-			c.report.Reason(src.cfg.Name, fu, "sitemap_"+res.Truncated, "")
+			c.reportNow().Reason(src.cfg.Name, fu, "sitemap_"+res.Truncated, "")
 		}
 		for _, child := range res.Sitemaps {
 			if f.depth+1 > lim.MaxDepth {
 				whole = false
-				c.report.Reason(src.cfg.Name, child.URL, "sitemap_max_depth", fu)
+				c.reportNow().Reason(src.cfg.Name, child.URL, "sitemap_max_depth", fu)
 				continue
 			}
 			files = append(files, file{child.URL, f.depth + 1})

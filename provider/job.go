@@ -317,7 +317,7 @@ func (j *job) finish(e end) {
 	case redirect:
 		j.redirected(e)
 	case notModified:
-		j.c.report.unchanged(j.src.cfg.Name)
+		j.c.reportNow().unchanged(j.src.cfg.Name)
 		j.c.log.Debug("unchanged", "url", j.item.URL, "source", j.src.cfg.Name, "status", e.status)
 		j.c.complete(j.lease, frontier.Outcome{State: frontier.Fetched, Status: e.status, ETag: j.rec.ETag,
 			LastModified: j.rec.LastModified, Hash: j.rec.Hash}, nil)
@@ -329,7 +329,7 @@ func (j *job) finish(e end) {
 // exclude records a URL the crawl space, robots.txt or its response keep out.
 func (j *job) exclude(reason, detail string) {
 	c, rec, name := j.c, j.rec, j.src.cfg.Name
-	c.report.Reason(name, rec.URL, reason, detail)
+	c.reportNow().Reason(name, rec.URL, reason, detail)
 	c.log.Debug("excluded", "url", rec.URL, "source", name, "reason", reason, "detail", detail)
 	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
 	w := c.unindex(rec, &outcome)
@@ -342,7 +342,7 @@ func (j *job) exclude(reason, detail string) {
 // cannot tell).
 func (j *job) failed(e end) {
 	c, name := j.c, j.src.cfg.Name
-	c.report.Failure(name, j.item.URL, e.reason, e.detail)
+	c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
 	c.log.Info("fetch failed", "url", j.item.URL, "source", name, "reason", e.reason, "err", e.detail)
 	outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail}
 	var w *write
@@ -357,7 +357,7 @@ func (j *job) failed(e end) {
 // 410 at once, on other permanent errors when the error repeats.
 func (j *job) httpError(e end) {
 	c, name := j.c, j.src.cfg.Name
-	c.report.Failure(name, j.item.URL, e.reason, "")
+	c.reportNow().Failure(name, j.item.URL, e.reason, "")
 	c.log.Info("fetch failed", "url", j.item.URL, "source", name, "reason", e.reason, "status", e.status)
 	outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Status: e.status}
 	var w *write
@@ -374,7 +374,7 @@ func (j *job) httpError(e end) {
 func (j *job) temporary(e end) {
 	c, name := j.c, j.src.cfg.Name
 	if e.attempts >= j.src.cfg.MaxTemporaryErrors {
-		c.report.Failure(name, j.item.URL, e.reason, e.detail+"; temporary errors in a row: "+strconv.Itoa(e.attempts))
+		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail+"; temporary errors in a row: "+strconv.Itoa(e.attempts))
 		c.log.Info("fetch failed", "url", j.item.URL, "source", name, "reason", e.reason, "status", e.status,
 			"detail", e.detail, "attempts", e.attempts)
 		outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Status: e.status, Detail: e.detail,
@@ -454,7 +454,7 @@ func (j *job) page(e end) {
 		w = c.unindex(rec, &outcome)
 	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
 		// Same content as the indexed document: no write.
-		c.report.unchanged(src.cfg.Name)
+		c.reportNow().unchanged(src.cfg.Name)
 	default:
 		doc := out.Doc
 		id := docfields.ID(doc.URL)

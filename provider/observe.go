@@ -53,7 +53,7 @@ const (
 func (c *Crawler) SetObserver(o Observer) {
 	c.reportMu.Lock()
 	c.observer = o
-	c.report.obs = o
+	c.reportNow().obs = o
 	c.reportMu.Unlock()
 }
 
@@ -86,7 +86,7 @@ func (s sinkObserver) Retry(url string) {
 func (c *Crawler) observed() (Observer, *Report) {
 	c.reportMu.Lock()
 	defer c.reportMu.Unlock()
-	return c.observer, c.report
+	return c.observer, c.reportNow()
 }
 
 // Current is the report of the cycle running, or of the last one.
@@ -119,7 +119,7 @@ func NextDiscovery(front *frontier.Frontier, src *config.Source) (time.Time, err
 // fetchedPage counts a response in the report and notes the request on the
 // lease for the URL's history.
 func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetch.Response, took time.Duration) {
-	c.report.fetched(source, res.Status, len(res.Body), took)
+	c.reportNow().fetched(source, res.Status, len(res.Body), took)
 	lease.Fetched(int64(len(res.Body)), took)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("fetched", "url", res.URL, "source", source, "status", res.Status,
@@ -130,7 +130,7 @@ func (c *Crawler) fetchedPage(lease *frontier.Lease, source string, res *fetch.R
 // decided counts a page fetched but not indexed under its own URL (a
 // redirect, a canonical alias, noindex, a rule) and logs the decision.
 func (c *Crawler) decided(source, url, reason, detail string, status int) {
-	c.report.Reason(source, url, reason, detail)
+	c.reportNow().Reason(source, url, reason, detail)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("not indexed", "url", url, "source", source, "reason", reason, "status", status, "detail", detail)
 	}
@@ -145,12 +145,12 @@ func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed
 	var notes []string
 	if out.LinksCapped && followed {
 		detail := fmt.Sprintf("kept %d distinct links of %d found (fetch.max_links_per_page)", len(out.Links), out.LinksFound)
-		c.report.Reason(source, url, "links_capped", detail)
+		c.reportNow().Reason(source, url, "links_capped", detail)
 		c.log.Info("page links capped", "url", url, "source", source, "reason", "links_capped", "detail", detail)
 		notes = append(notes, "links_capped: "+detail)
 	}
 	if out.CharsetWarning != "" {
-		c.report.Reason(source, url, "charset_mismatch", out.CharsetWarning)
+		c.reportNow().Reason(source, url, "charset_mismatch", out.CharsetWarning)
 		c.log.Warn("declared charset contradicted by the page", "url", url, "source", source, "reason", "charset_mismatch", "detail", out.CharsetWarning)
 		notes = append(notes, "charset_mismatch: "+out.CharsetWarning)
 	}

@@ -102,7 +102,7 @@ func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth 
 func (c *Crawler) reportRefused(fd *frontier.Found) {
 	for _, rf := range fd.Refused {
 		if rf.New > 0 {
-			c.report.ReasonN(rf.Items[0].Source, rf.Items[0].URL, rf.Reason, rf.Detail, rf.New)
+			c.reportNow().ReasonN(rf.Items[0].Source, rf.Items[0].URL, rf.Reason, rf.Detail, rf.New)
 		}
 	}
 }
@@ -152,7 +152,7 @@ func (c *Crawler) reportUnstorable(r *refusals) {
 		if u.rule != "" {
 			detail = u.rule + ": " + detail
 		}
-		c.report.ReasonN(u.source, shortURL(u.url), string(u.reason), detail, 1)
+		c.reportNow().ReasonN(u.source, shortURL(u.url), string(u.reason), detail, 1)
 	}
 }
 
@@ -183,7 +183,7 @@ func (c *Crawler) recordRefusals(r *refusals) {
 			continue
 		}
 		src := items[0].Source
-		c.report.ReasonN(src, items[0].URL, string(reason), r.rule[reason], n)
+		c.reportNow().ReasonN(src, items[0].URL, string(reason), r.rule[reason], n)
 	}
 }
 
@@ -239,7 +239,7 @@ func (c *Crawler) complete(lease *frontier.Lease, o frontier.Outcome, w *write) 
 	notRecorded := func(err error) {
 		c.log.Error("cannot record outcome", "url", it.URL, "source", it.Source,
 			"state", o.State.String(), "reason", reasonRecordFailed, "outcome", o.Reason, "status", o.Status, "err", err)
-		c.report.Failure(it.Source, it.URL, reasonRecordFailed, err.Error())
+		c.reportNow().Failure(it.Source, it.URL, reasonRecordFailed, err.Error())
 	}
 	err := lease.CompleteAsync(o, func(err error) {
 		if err != nil {
@@ -265,7 +265,7 @@ const reasonRecordFailed = "record_failed"
 // completion callback, so it waits on a full sink only while the crawl
 // runs: a stopped crawl leaves the write pending for the next one.
 func (c *Crawler) write(w *write) {
-	c.report.expect(w.url, w.source)
+	c.reportNow().expect(w.url, w.source)
 	ctx := c.writeContext()
 	var err error
 	if w.del {
