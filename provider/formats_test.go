@@ -54,17 +54,8 @@ func TestASecondFormatIsReadByItsOwnExtractorEndToEnd(t *testing.T) {
 	site.html("/", "home", links("/notes.txt"))
 	site.text("/notes.txt", "text/plain; charset=utf-8", "Release notes\nThe crawler reads plain text now.\n"+site.URL+"/more.txt\n")
 	site.text("/more.txt", "text/plain", "More notes\nFound by a link in plain text.\n")
-	cfg := parseConfig(t, fmt.Sprintf(`
-elasticsearch:
-  addresses: [%q]
-  index: %s
-  replicas: 0
-allow_private_networks: true
-sources:
-  - name: notes
-    start_urls: [%q]
-    mime_types: [text/html, text/plain]
-`, esURL, index, site.URL+"/"))
+	cfg, _ := testConfig(t, fmt.Sprintf("elasticsearch: {addresses: [%q], index: %s, replicas: 0}", esURL, index),
+		"mime_types: [text/html, text/plain]", site.URL+"/")
 
 	report := crawl(t, cfg)
 
