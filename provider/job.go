@@ -427,7 +427,7 @@ func (j *job) page(e end) {
 		ETag: res.Header.Get("ETag"), LastModified: res.Header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
 		ReadLinks: true}
 	if follow && config.Bool(src.cfg.Discovery, true) {
-		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
+		outcome.Found = j.found(out.Links)
 	}
 	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
 
@@ -462,6 +462,30 @@ func (j *job) page(e end) {
 		w = &write{id: id, url: doc.URL, source: src.cfg.Name, doc: &doc}
 	}
 	c.complete(j.lease, outcome, w)
+}
+
+// found routes each link of the page to the source whose crawl space holds
+// it, for the page's outcome to queue in the class its decision gives, and
+// collects the refused ones, for the outcome to record with their reasons.
+// A rel=nofollow link is left out while the source obeys it.
+func (j *job) found(links []mapping.Link) *frontier.Found {
+	from := j.item
+	obeyNofollow := config.Bool(j.src.cfg.Robots.Obey, true) && !j.src.cfg.Robots.IgnoreNofollow
+	ds := discovered{items: make([]frontier.Item, 0, len(links))}
+	for _, l := range links {
+		if l.NoFollow && obeyNofollow {
+			continue
+		}
+		if it := ds.add(j.c.rules, j.src.rules, l.URL, from.Depth+1); it != nil {
+			it.Via = from.URL
+		}
+	}
+	j.c.reportUnstorable(&ds.refused)
+	fd := &frontier.Found{Links: ds.items}
+	for reason, items := range ds.refused.byReason {
+		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: ds.refused.rule[reason], Items: items})
+	}
+	return fd
 }
 
 // canonical returns the URL a rel=canonical names when it is another URL on

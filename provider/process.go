@@ -14,7 +14,6 @@ import (
 
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
-	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/urlnorm"
@@ -48,27 +47,6 @@ func (c *Crawler) unindex(rec frontier.Record, o *frontier.Outcome) *write {
 	}
 	o.Edit = func(r *frontier.Record) { r.DocID, r.Pending = id, pendingDelete }
 	return &write{del: true, id: id, url: rec.URL, source: rec.Source}
-}
-
-// found routes each link of a page to the source whose crawl space holds
-// it, for the page's outcome to queue in the class its decision gives, and
-// collects the refused ones, for the outcome to record with their reasons.
-func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) *frontier.Found {
-	ds := discovered{items: make([]frontier.Item, 0, len(links))}
-	for _, l := range links {
-		if l.NoFollow && obeyNofollow {
-			continue
-		}
-		if it := ds.add(c.rules, src.rules, l.URL, from.Depth+1); it != nil {
-			it.Via = from.URL
-		}
-	}
-	c.reportUnstorable(&ds.refused)
-	fd := &frontier.Found{Links: ds.items}
-	for reason, items := range ds.refused.byReason {
-		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: ds.refused.rule[reason], Items: items})
-	}
-	return fd
 }
 
 // discovered is what the URLs a page links or a sitemap lists become:
