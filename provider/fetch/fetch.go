@@ -103,10 +103,6 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 // Name is the name of the source.
 func (s *Source) Name() string { return s.name }
 
-// Owns says whether the host (a frontier.HostKey) is one of the source's
-// start URLs' hosts.
-func (s *Source) Owns(hostKey string) bool { return s.own[hostKey] }
-
 // Hosts are the hosts of the source's start URLs, as frontier.HostKey gives them.
 func (s *Source) Hosts() map[string]bool { return s.own }
 
