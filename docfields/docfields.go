@@ -5,6 +5,7 @@ package docfields
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -40,4 +41,21 @@ type Document struct {
 func ID(normalisedURL string) string {
 	sum := sha256.Sum256([]byte(normalisedURL))
 	return hex.EncodeToString(sum[:16])
+}
+
+// MediaType is the lower-case type/subtype of a Content-Type value, its
+// parameters left out: what doc_content_type holds, what mime_types is
+// matched against and what picks a page's extractor. It allocates only
+// when the value is not lower-case already.
+func MediaType(contentType string) string {
+	if i := strings.IndexByte(contentType, ';'); i >= 0 {
+		contentType = contentType[:i]
+	}
+	contentType = strings.TrimSpace(contentType)
+	for i := 0; i < len(contentType); i++ {
+		if 'A' <= contentType[i] && contentType[i] <= 'Z' {
+			return strings.ToLower(contentType)
+		}
+	}
+	return contentType
 }

@@ -191,9 +191,10 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	if page.URL == nil {
 		return nil, errors.New("mapping: page has no URL")
 	}
-	ctype, charset := mediaType(page.Header.Get("Content-Type"))
+	ct := page.Header.Get("Content-Type")
+	ctype, charset := docfields.MediaType(ct), declaredCharset(ct)
 	if ctype == "" {
-		ctype, _ = mediaType(http.DetectContentType(page.Body))
+		ctype = docfields.MediaType(http.DetectContentType(page.Body))
 	}
 	body, used, charsetWarning := decodeBody(page.Body, charset)
 
@@ -349,23 +350,18 @@ func cloneOrNil(ss []string) []string {
 	return slices.Clone(ss)
 }
 
-// mediaType splits a Content-Type value into its lower-case media type and
-// charset parameter.
-func mediaType(ct string) (string, string) {
-	ct = strings.TrimSpace(ct)
-	if ct == "" {
-		return "", ""
-	}
+// declaredCharset is the charset parameter of a Content-Type value, ""
+// when it names none.
+func declaredCharset(ct string) string {
 	if !strings.Contains(ct, ";") {
-		return strings.ToLower(ct), ""
+		return ""
 	}
-	mt, params, err := mime.ParseMediaType(ct)
+	_, params, err := mime.ParseMediaType(ct)
 	if err != nil {
 		// Lenient fallback for values such as "text/html;;charset=x".
-		t, _, _ := strings.Cut(ct, ";")
-		return strings.ToLower(strings.TrimSpace(t)), charsetFromContentType(ct)
+		return charsetFromContentType(ct)
 	}
-	return mt, strings.TrimSpace(params["charset"])
+	return strings.TrimSpace(params["charset"])
 }
 
 // docPath is the decoded path, or the escaped one when decoding would give

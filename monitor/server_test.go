@@ -99,8 +99,8 @@ func TestStatusPageEscapesWhatSitesControl(t *testing.T) {
 	cfg.Sources[0].Name = "site"
 	r := provider.NewReport("file x")
 	evil := `http://127.0.0.1:1/"><script>alert(1)</script>`
-	r.Reason("site", evil, "http_404", `<img src=x onerror=alert(2)>`, true)
-	r.Reason("site", "javascript:alert(3)", "invalid_url", "", false)
+	r.Failure("site", evil, "http_404", `<img src=x onerror=alert(2)>`)
+	r.Reason("site", "javascript:alert(3)", "invalid_url", "")
 	srv := monitor.NewServer(cfg, stubCrawler{r}, monitor.NewMetrics("t", nil), nil, "t", nil)
 	web := httptest.NewServer(srv.Handler())
 	defer web.Close()

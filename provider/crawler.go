@@ -14,15 +14,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
-	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
@@ -40,11 +40,14 @@ type Crawler struct {
 	sink  sink.Sink
 	// writes owns the document writes between the store and the sink.
 	writes *writer
-	// report is the current cycle's; the sink's acknowledgements of one
-	// cycle may arrive while the next starts.
+	// report is the current cycle's, replaced when a cycle starts while
+	// the sink's acknowledgements of the last may still arrive and the
+	// status page reads it: it is only ever loaded and stored whole
+	// (reportNow).
+	report atomic.Pointer[Report]
+	// reportMu guards the observer each new report takes.
 	reportMu sync.Mutex
-	report   *Report
-	observer Observer // set by SetObserver; each new report takes it
+	observer Observer // set by SetObserver
 
 	closeOnce sync.Once
 	closeErr  error
@@ -65,9 +68,8 @@ type Crawler struct {
 	// read; robotsMu orders its updates.
 	robotsDown sync.Map
 	robotsMu   sync.Mutex
-	// sourceHeaders names every custom header of any source, to strip on
-	// a redirect to another host.
-	sourceHeaders map[string]bool
+	// fetchers is the fetch layer of every source, in config order.
+	fetchers fetch.Set
 }
 
 // SinkOpener opens the sink documents go to; onResult must receive every
@@ -80,8 +82,9 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Crawler{cfg: cfg, rules: set, log: log, report: NewReport(""),
-		sources: map[string]*source{}, sourceHeaders: map[string]bool{}, agent: robots.ProductToken(cfg.UserAgent)}
+	c := &Crawler{cfg: cfg, rules: set, log: log,
+		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent)}
+	c.report.Store(NewReport(""))
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
 		if err != nil {
@@ -89,6 +92,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		}
 		c.sources[src.cfg.Name] = src
 		c.order = append(c.order, src)
+		c.fetchers = append(c.fetchers, src.fetch)
 	}
 	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
@@ -156,11 +160,8 @@ func (c *Crawler) Close() error {
 // Frontier gives read access to the state store, for status and tests.
 func (c *Crawler) Frontier() *frontier.Frontier { return c.bolt }
 
-func (c *Crawler) reportNow() *Report {
-	c.reportMu.Lock()
-	defer c.reportMu.Unlock()
-	return c.report
-}
+// reportNow is the report of the cycle running, or of the last one.
+func (c *Crawler) reportNow() *Report { return c.report.Load() }
 
 // policy is the frontier's politeness for a host: the source's limits, and
 // the larger of its delay and the host's robots.txt Crawl-delay, which also
@@ -183,12 +184,7 @@ func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 // sourceForHost picks the source whose start URLs are on the host, else the
 // first source: politeness is per host, whichever source the URL came from.
 func (c *Crawler) sourceForHost(hostKey string) *source {
-	for _, src := range c.order {
-		if src.own[hostKey] {
-			return src
-		}
-	}
-	return c.order[0]
+	return c.sources[c.fetchers.Owner(hostKey).Name()]
 }
 
 // Crawl runs one cycle of every source: writes left pending by an earlier
@@ -227,18 +223,12 @@ func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Ti
 }
 
 func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
-	report := NewReport(fmt.Sprint(c.sink))
+	report := NewReport(c.sink.Target())
 	c.reportMu.Lock()
 	report.obs = c.observer
-	c.report = report
+	c.report.Store(report)
 	c.reportMu.Unlock()
 	c.writes.begin(ctx)
-	// colly takes a request's context from its collector: set per cycle
-	// (no request is in flight between cycles), a stopped crawl hangs up
-	// on the pages it is fetching instead of waiting out fetch.timeout.
-	for _, src := range c.order {
-		src.coll.Context = ctx
-	}
 	c.warnings(report)
 	err := c.cycle(ctx, discover)
 	// Searches see the cycle only once every write of it has landed; a
@@ -342,7 +332,7 @@ func (c *Crawler) rebuildIfNewTarget() error {
 	if err != nil {
 		return err
 	}
-	target := fmt.Sprint(c.sink)
+	target := c.sink.Target()
 	if string(last) == target {
 		return nil
 	}
@@ -450,7 +440,7 @@ func (c *Crawler) publish(ctx context.Context) error {
 	if err := c.sink.Publish(ctx); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	return c.front.PutMeta(metaTarget, []byte(fmt.Sprint(c.sink)))
+	return c.front.PutMeta(metaTarget, []byte(c.sink.Target()))
 }
 
 // learnCrawlDelays reads the robots.txt of a source's start hosts before
@@ -461,7 +451,7 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay {
 		return
 	}
-	for host := range src.own {
+	for host := range src.fetch.Hosts() {
 		hu, err := url.Parse(host + "/")
 		if err != nil {
 			continue
@@ -614,29 +604,17 @@ func (c *Crawler) work(ctx context.Context) error {
 	return parent.Err()
 }
 
-// fetchRobots fetches robots.txt with the client of the source owning the
-// host, so the address rules and TLS settings apply to it too.
+// fetchRobots fetches robots.txt through the fetch layer of the source
+// owning the host, noting when the request ended: robots.txt is a load
+// from the host like any page.
 func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
-	u, err := url.Parse(robotsURL)
-	if err != nil {
-		return 0, nil, err
-	}
-	src := c.sourceForHost(urlnorm.Origin(u.String()))
-	// The cache reads one byte past what it parses, to know the file was cut.
-	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	// A site behind authentication serves its robots.txt behind it too;
-	// without the credentials a 401 would read as "everything allowed".
-	src.setHeaders(req.Header, robotsURL, c.cfg.UserAgent)
 	host := urlnorm.Origin(robotsURL)
-	res, err := src.robotsClient.Do(req)
+	status, body, err := c.fetchers.Robots(ctx, robotsURL)
 	if err != nil {
 		c.robotsRead.Store(host, time.Now())
 		return 0, nil, err
 	}
-	return res.StatusCode, &robotsBody{ReadCloser: res.Body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
+	return status, &robotsBody{ReadCloser: body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
 }
 
 // robotsBody notes when the robots.txt request ended: when the cache is
@@ -666,13 +644,14 @@ func addMeta(d rules.Decision) map[string]string {
 	return m
 }
 
-// extractorFor returns the extractor of the source a decision files the
-// document under (a crawl rule's source action may name another source).
-func (c *Crawler) extractorFor(src *source, d rules.Decision) (*mapping.Extractor, string) {
+// extractorFor returns the extractor of a media type of the source a
+// decision files the document under (a crawl rule's source action may name
+// another source).
+func (c *Crawler) extractorFor(src *source, d rules.Decision, mediaType string) (Extractor, string) {
 	if d.Source != "" && d.Source != src.cfg.Name {
 		if other := c.sources[d.Source]; other != nil {
-			return other.extractor, other.cfg.Name
+			return other.extractors.forType(mediaType), other.cfg.Name
 		}
 	}
-	return src.extractor, src.cfg.Name
+	return src.extractors.forType(mediaType), src.cfg.Name
 }

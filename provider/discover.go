@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 
@@ -34,7 +35,7 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 	}
 	obey := *src.cfg.Robots.Obey
 	if *src.cfg.UseSitemaps && obey {
-		for host := range src.own {
+		for host := range src.fetch.Hosts() {
 			hu, err := url.Parse(host + "/")
 			if err != nil {
 				continue
@@ -64,44 +65,36 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 		res, err := c.fetchListing(ctx, src, fu, lim)
 		if res == nil {
 			whole = false
-			c.report.Reason(src.cfg.Name, fu, "sitemap_failed", err.Error(), true)
+			c.reportNow().Failure(src.cfg.Name, fu, "sitemap_failed", err.Error())
 			c.log.Info("sitemap or feed not read", "url", fu, "source", src.cfg.Name, "reason", "sitemap_failed", "err", err)
 			continue
 		}
 		if err != nil {
 			// Partial results are kept: a file broken half-way still lists its first half.
 			whole = false
-			c.report.Reason(src.cfg.Name, fu, "sitemap_malformed", err.Error(), false)
+			c.reportNow().Reason(src.cfg.Name, fu, "sitemap_malformed", err.Error())
 		}
 		if res.Truncated != "" {
 			whole = false
-			c.report.Reason(src.cfg.Name, fu, "sitemap_"+res.Truncated, "", false)
+			c.reportNow().Reason(src.cfg.Name, fu, "sitemap_"+res.Truncated, "")
 		}
 		for _, child := range res.Sitemaps {
 			if f.depth+1 > lim.MaxDepth {
 				whole = false
-				c.report.Reason(src.cfg.Name, child.URL, "sitemap_max_depth", fu, false)
+				c.reportNow().Reason(src.cfg.Name, child.URL, "sitemap_max_depth", fu)
 				continue
 			}
 			files = append(files, file{child.URL, f.depth + 1})
 		}
-		items := make([]frontier.Item, 0, len(res.URLs))
-		var refused refusals
+		ds := discovered{items: make([]frontier.Item, 0, len(res.URLs))}
 		for _, e := range res.URLs {
-			found, err := urlnorm.Normalize(e.URL)
-			if err != nil {
-				continue
+			if it := ds.add(c.rules, src.rules, e.URL, 0); it != nil {
+				it.Lastmod = e.Lastmod
+				listed = append(listed, frontier.LinkKey(it.URL))
 			}
-			to, nu, d := c.rules.Route(found, 0, src.rules)
-			if !d.Crawl {
-				refused.add(to, nu, 0, d)
-				continue
-			}
-			items = append(items, frontier.Item{URL: nu, Source: to.Name, Class: classOf(d), Shift: d.Priority, Lastmod: e.Lastmod})
-			listed = append(listed, frontier.LinkKey(nu))
 		}
-		c.recordRefusals(&refused)
-		n, err := c.front.Add(items...)
+		c.recordRefusals(&ds.refused)
+		n, err := c.front.Add(ds.items...)
 		if err != nil {
 			c.log.Error("cannot queue sitemap URLs", "url", fu, "source", src.cfg.Name, "err", err)
 			continue
@@ -132,12 +125,10 @@ func (c *Crawler) fetchListing(ctx context.Context, src *source, fu string, lim 
 		maxBytes = sitemap.DefaultMaxBytes
 	}
 	// Parse reads one byte past max_bytes to tell a file cut by the limit.
-	req, err := http.NewRequestWithContext(withBodyLimit(ctx, saturatingAdd(maxBytes, 1)), http.MethodGet, fu, nil)
-	if err != nil {
-		return nil, err
+	if maxBytes < math.MaxInt64 {
+		maxBytes++
 	}
-	src.setHeaders(req.Header, fu, c.cfg.UserAgent)
-	res, err := src.client.Do(req)
+	res, err := src.fetch.Get(ctx, fu, maxBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -37,4 +38,21 @@ func SetTiming(t testing.TB, tm Timing) {
 func WrapStore(c *Crawler, wrap func(frontier.Store) frontier.Store) {
 	c.front = wrap(c.front)
 	c.writes.store = c.front
+}
+
+// AddFormat makes the crawlers built from now on read f too, until the
+// test ends; tests that use it must not run in parallel.
+func AddFormat(t testing.TB, f Format) {
+	old := formats
+	formats = append(slices.Clip(formats), f)
+	t.Cleanup(func() { formats = old })
+}
+
+// FormatTypes are the media types of every format, in order.
+func FormatTypes() []string {
+	var types []string
+	for _, f := range formats {
+		types = append(types, f.Types...)
+	}
+	return types
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -67,9 +68,9 @@ func BenchmarkPageFetch(b *testing.B) {
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()
 			for b.Loop() {
-				res := c.fetchPage(src, srv.URL+path, http.Header{})
-				if res.err != nil || len(res.body) != len(page) {
-					b.Fatalf("fetch: %v, %d bytes", res.err, len(res.body))
+				res := src.fetch.Page(context.Background(), srv.URL+path, http.Header{})
+				if res.Err != nil || len(res.Body) != len(page) {
+					b.Fatalf("fetch: %v, %d bytes", res.Err, len(res.Body))
 				}
 			}
 		})

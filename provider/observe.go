@@ -10,6 +10,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 )
 
 // Observer sees every count as the Report records it, so metrics and the
@@ -51,7 +52,7 @@ const (
 func (c *Crawler) SetObserver(o Observer) {
 	c.reportMu.Lock()
 	c.observer = o
-	c.report.obs = o
+	c.reportNow().obs = o
 	c.reportMu.Unlock()
 }
 
@@ -84,7 +85,7 @@ func (s sinkObserver) Retry(url string) {
 func (c *Crawler) observed() (Observer, *Report) {
 	c.reportMu.Lock()
 	defer c.reportMu.Unlock()
-	return c.observer, c.report
+	return c.observer, c.reportNow()
 }
 
 // Current is the report of the cycle running, or of the last one.
@@ -116,19 +117,19 @@ func NextDiscovery(front frontier.Meta, src *config.Source) (time.Time, error) {
 
 // fetchedPage counts a response in the report and notes the request on the
 // lease for the URL's history.
-func (c *Crawler) fetchedPage(lease frontier.Lease, source string, res *fetchResult, took time.Duration) {
-	c.report.fetched(source, res.status, len(res.body), took)
-	lease.Fetched(int64(len(res.body)), took)
+func (c *Crawler) fetchedPage(lease frontier.Lease, source string, res *fetch.Response, took time.Duration) {
+	c.reportNow().fetched(source, res.Status, len(res.Body), took)
+	lease.Fetched(int64(len(res.Body)), took)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		c.log.Debug("fetched", "url", res.url, "source", source, "status", res.status,
-			"bytes", len(res.body), "took", took.Round(time.Microsecond))
+		c.log.Debug("fetched", "url", res.URL, "source", source, "status", res.Status,
+			"bytes", len(res.Body), "took", took.Round(time.Microsecond))
 	}
 }
 
 // decided counts a page fetched but not indexed under its own URL (a
 // redirect, a canonical alias, noindex, a rule) and logs the decision.
 func (c *Crawler) decided(source, url, reason, detail string, status int) {
-	c.report.Reason(source, url, reason, detail, false)
+	c.reportNow().Reason(source, url, reason, detail)
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.log.Debug("not indexed", "url", url, "source", source, "reason", reason, "status", status, "detail", detail)
 	}
@@ -143,12 +144,12 @@ func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed
 	var notes []string
 	if out.LinksCapped && followed {
 		detail := fmt.Sprintf("kept %d distinct links of %d found (fetch.max_links_per_page)", len(out.Links), out.LinksFound)
-		c.report.Reason(source, url, "links_capped", detail, false)
+		c.reportNow().Reason(source, url, "links_capped", detail)
 		c.log.Info("page links capped", "url", url, "source", source, "reason", "links_capped", "detail", detail)
 		notes = append(notes, "links_capped: "+detail)
 	}
 	if out.CharsetWarning != "" {
-		c.report.Reason(source, url, "charset_mismatch", out.CharsetWarning, false)
+		c.reportNow().Reason(source, url, "charset_mismatch", out.CharsetWarning)
 		c.log.Warn("declared charset contradicted by the page", "url", url, "source", source, "reason", "charset_mismatch", "detail", out.CharsetWarning)
 		notes = append(notes, "charset_mismatch: "+out.CharsetWarning)
 	}

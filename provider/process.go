@@ -12,207 +12,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gocolly/colly/v2"
-
-	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
-	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
-
-// fetchResult travels with a request through colly's callbacks.
-type fetchResult struct {
-	src    *source
-	url    string
-	status int
-	header http.Header
-	body   []byte
-	skip   rules.Decision // a refusal decided from the headers; the body was not downloaded
-	// tooLarge says the body went past max_body_bytes once decoded.
-	tooLarge bool
-	err      error
-}
-
-const resultKey = "crawlspace.result"
-
-// Temporary failures back a host off for retryBase << attempts, at most
-// retryMax. Variables only so tests can shorten them.
-var (
-	retryBase = 2 * time.Second
-	retryMax  = 10 * time.Minute
-)
-
-// process fetches one leased URL and records its outcome.
-func (c *Crawler) process(ctx context.Context, lease frontier.Lease) {
-	it, rec := lease.Item(), lease.Record()
-	src := c.sources[it.Source]
-	if src == nil {
-		// A source removed from the config: its URLs leave the crawl.
-		o := frontier.Outcome{State: frontier.Excluded, Reason: "source_removed", NoRequest: true}
-		w := unindex(rec)
-		c.complete(lease, o, w)
-		return
-	}
-	name := src.cfg.Name
-
-	// The crawl space may have changed since the URL was queued.
-	d := src.rules.Decide(it.URL, it.Depth)
-	if !d.Crawl {
-		c.exclude(lease, rec, src, string(d.Reason), d.Rule)
-		return
-	}
-	u, err := url.Parse(it.URL)
-	if err != nil {
-		c.exclude(lease, rec, src, string(rules.ReasonInvalid), err.Error())
-		return
-	}
-	if ok, why := c.robotsAllow(ctx, lease, src, u); !ok {
-		if why != "" {
-			c.exclude(lease, rec, src, string(rules.ReasonRobots), why)
-		}
-		return
-	}
-
-	hdr := http.Header{}
-	// A lease's record always reads InFlight: what the URL holds is told by
-	// its bookkeeping. A write still pending must fetch the page whole.
-	// A page whose links were never stored is read whole, or its links
-	// would stay unknown and no orphan could be decided.
-	conditional := rec.Indexed && rec.Pending == "" && rec.HasLinks && (rec.ETag != "" || rec.LastModified != "" || !rec.FetchedAt.IsZero())
-	if conditional {
-		if rec.ETag != "" {
-			hdr.Set("If-None-Match", rec.ETag)
-		}
-		// The stored Last-Modified, else the last crawl time (seed 002).
-		if rec.LastModified != "" {
-			hdr.Set("If-Modified-Since", rec.LastModified)
-		} else if !rec.FetchedAt.IsZero() {
-			hdr.Set("If-Modified-Since", rec.FetchedAt.UTC().Format(http.TimeFormat))
-		}
-	}
-	fetched := time.Now().UTC()
-	res := c.fetchPage(src, it.URL, hdr)
-	if ctx.Err() != nil {
-		lease.Release()
-		return
-	}
-	var tooLarge *tooLargeError
-	if errors.As(res.err, &tooLarge) {
-		// The transport stopped the body at the limit: a 200 whose size decides below.
-		res.err, res.tooLarge = nil, true
-	}
-	if res.err != nil {
-		c.failed(lease, rec, src, res.err)
-		return
-	}
-	c.fetchedPage(lease, name, res, time.Since(fetched))
-	switch st := res.status; {
-	case st == http.StatusNotModified:
-		if !conditional {
-			// Exalead: a 304 to an unconditional GET is inconsistent, a permanent error.
-			c.httpError(lease, rec, src, st, res.header, "http_304_unconditional")
-			return
-		}
-		c.report.unchanged(name)
-		c.log.Debug("unchanged", "url", it.URL, "source", name, "status", st)
-		c.complete(lease, frontier.Outcome{State: frontier.Fetched, Status: st, ETag: rec.ETag, LastModified: rec.LastModified, Hash: rec.Hash}, nil)
-		return
-	case st >= 300 && st < 400:
-		c.redirect(lease, rec, src, u, res)
-		return
-	case st != http.StatusOK:
-		c.httpError(lease, rec, src, st, res.header, "")
-		return
-	}
-	if res.skip.Reason != "" {
-		c.exclude(lease, rec, src, string(res.skip.Reason), mediaType(res.header.Get("Content-Type")))
-		return
-	}
-	if res.tooLarge || int64(len(res.body)) > c.cfg.Fetch.MaxBodyBytes {
-		// Never a silently truncated document: the page is left out, with its reason.
-		c.exclude(lease, rec, src, "too_large", fmt.Sprintf("over %d bytes", c.cfg.Fetch.MaxBodyBytes))
-		return
-	}
-	if res.header.Get("Content-Type") == "" {
-		// No type to decide from before the body came: its first bytes decide.
-		sniffed := http.DetectContentType(res.body)
-		if d := src.rules.DecideMIME(sniffed, it.URL); !d.Crawl {
-			c.exclude(lease, rec, src, string(d.Reason), mediaType(sniffed))
-			return
-		}
-	}
-	c.page(ctx, lease, rec, src, d, u, res, fetched)
-}
-
-// fetchPage requests a page through the source's collector, with the
-// request headers hdr besides the crawler's own; the outcome, a failure
-// included, is in the result.
-func (c *Crawler) fetchPage(src *source, rawURL string, hdr http.Header) *fetchResult {
-	src.setHeaders(hdr, rawURL, c.cfg.UserAgent)
-	hdr.Set("Accept", "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1")
-	res := &fetchResult{src: src, url: rawURL}
-	cctx := colly.NewContext()
-	cctx.Put(resultKey, res)
-	err := src.coll.Request(http.MethodGet, rawURL, nil, cctx, hdr)
-	if res.err == nil && err != nil && !errors.Is(err, colly.ErrAbortedAfterHeaders) {
-		res.err = err
-	}
-	return res
-}
-
-// page turns a fetched HTML page into links and, unless something says
-// otherwise, a document.
-func (c *Crawler) page(ctx context.Context, lease frontier.Lease, rec frontier.Record, src *source, d rules.Decision, u *url.URL, res *fetchResult, fetched time.Time) {
-	it := lease.Item()
-	ex, docSource := c.extractorFor(src, d)
-	out, err := ex.Extract(mapping.Page{URL: u, Header: res.header, Body: res.body, Depth: it.Depth,
-		Source: docSource, Fetched: fetched, AddMeta: addMeta(d)})
-	if err != nil {
-		c.exclude(lease, rec, src, "extract_failed", err.Error())
-		return
-	}
-	obey := *src.cfg.Robots.Obey
-	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
-	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
-		ETag: res.header.Get("ETag"), LastModified: res.header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
-		ReadLinks: true}
-	if follow && *src.cfg.Discovery {
-		outcome.Found = c.found(src, it, out.Links, obey && !src.cfg.Robots.IgnoreNofollow)
-	}
-	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
-
-	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
-	if canon := c.canonical(src, out.Canonical, it); canon != "" {
-		if outcome.Detail != "" {
-			outcome.Detail = canon + "; " + outcome.Detail // the event would show the target alone
-		}
-		outcome.Target = canon
-		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
-		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
-		w := unindex(rec)
-		c.complete(lease, outcome, w)
-		return
-	}
-	noindex := out.Robots.NoIndex && obey && !src.cfg.Robots.IgnoreNoindex
-	var w *write
-	switch {
-	case !d.Index:
-		c.decided(src.cfg.Name, it.URL, string(d.Reason), d.Rule, http.StatusOK)
-		w = unindex(rec)
-	case noindex:
-		c.decided(src.cfg.Name, it.URL, "noindex", "", http.StatusOK)
-		w = unindex(rec)
-	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
-		// Same content as the indexed document: no write.
-		c.report.unchanged(src.cfg.Name)
-	default:
-		doc := out.Doc
-		w = &write{id: docfields.ID(doc.URL), url: doc.URL, source: src.cfg.Name, doc: &doc}
-	}
-	c.complete(lease, outcome, w)
-}
 
 // unindex is the delete of the URL's document, if one was indexed or is on
 // its way.
@@ -223,35 +27,30 @@ func unindex(rec frontier.Record) *write {
 	return deletion(rec)
 }
 
-// found routes each link of a page to the source whose crawl space holds
-// it, for the page's outcome to queue in the class its decision gives, and
-// collects the refused ones, for the outcome to record with their reasons.
-// Links are judged as found; what is queued is what the query filter makes
-// of them, and what is refused is recorded as refused (see Set.Route).
-func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, obeyNofollow bool) *frontier.Found {
-	items := make([]frontier.Item, 0, len(links))
-	var refused refusals
-	for _, l := range links {
-		if l.NoFollow && obeyNofollow {
-			continue
-		}
-		fu, err := urlnorm.Normalize(l.URL)
-		if err != nil {
-			continue
-		}
-		to, u, d := c.rules.Route(fu, from.Depth+1, src.rules)
-		if !d.Crawl {
-			refused.add(to, u, from.Depth+1, d)
-			continue
-		}
-		items = append(items, frontier.Item{URL: u, Source: to.Name, Depth: from.Depth + 1, Class: classOf(d), Shift: d.Priority, Via: from.URL})
+// discovered is what the URLs a page links or a sitemap lists become:
+// queue items, each for the source whose crawl space holds it in the class
+// its decision gives, and the URLs refused, by reason. URLs are judged as
+// found; what is queued is what the query filter makes of them, and what
+// is refused is recorded as refused (see Set.Route).
+type discovered struct {
+	items   []frontier.Item
+	refused refusals
+}
+
+// add judges a URL found on a page of the source from, depth links from a
+// start URL; it returns its queue item, nil when it is refused or no URL.
+func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth int) *frontier.Item {
+	fu, err := urlnorm.Normalize(raw)
+	if err != nil {
+		return nil
 	}
-	c.reportUnstorable(&refused)
-	fd := &frontier.Found{Links: items}
-	for reason, items := range refused.byReason {
-		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: refused.rule[reason], Items: items})
+	to, u, d := set.Route(fu, depth, from)
+	if !d.Crawl {
+		ds.refused.add(to, u, depth, d)
+		return nil
 	}
-	return fd
+	ds.items = append(ds.items, frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority})
+	return &ds.items[len(ds.items)-1]
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
@@ -259,7 +58,7 @@ func (c *Crawler) found(src *source, from frontier.Item, links []mapping.Link, o
 func (c *Crawler) reportRefused(fd *frontier.Found) {
 	for _, rf := range fd.Refused {
 		if rf.New > 0 {
-			c.report.ReasonN(rf.Items[0].Source, rf.Items[0].URL, rf.Reason, rf.Detail, rf.New)
+			c.reportNow().ReasonN(rf.Items[0].Source, rf.Items[0].URL, rf.Reason, rf.Detail, rf.New)
 		}
 	}
 }
@@ -309,7 +108,7 @@ func (c *Crawler) reportUnstorable(r *refusals) {
 		if u.rule != "" {
 			detail = u.rule + ": " + detail
 		}
-		c.report.ReasonN(u.source, shortURL(u.url), string(u.reason), detail, 1)
+		c.reportNow().ReasonN(u.source, shortURL(u.url), string(u.reason), detail, 1)
 	}
 }
 
@@ -340,7 +139,7 @@ func (c *Crawler) recordRefusals(r *refusals) {
 			continue
 		}
 		src := items[0].Source
-		c.report.ReasonN(src, items[0].URL, string(reason), r.rule[reason], n)
+		c.reportNow().ReasonN(src, items[0].URL, string(reason), r.rule[reason], n)
 	}
 }
 
@@ -354,149 +153,6 @@ func classOf(d rules.Decision) frontier.Class {
 	default:
 		return frontier.FollowOnly
 	}
-}
-
-// canonical returns the URL a rel=canonical names when it is another URL on
-// the same site that the crawl space allows; that URL then holds the
-// document and is queued if it is new.
-func (c *Crawler) canonical(src *source, raw string, it frontier.Item) string {
-	if raw == "" {
-		return ""
-	}
-	found, err := urlnorm.Normalize(raw)
-	if err != nil {
-		return ""
-	}
-	cu, d := src.rules.DecideFound(found, it.Depth)
-	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
-		return ""
-	}
-	if _, err := c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
-		c.log.Error("cannot queue canonical URL", "url", cu, "source", src.cfg.Name, "err", err)
-	}
-	return cu
-}
-
-// redirect records a 3xx and queues its target as a URL of its own.
-func (c *Crawler) redirect(lease frontier.Lease, rec frontier.Record, src *source, u *url.URL, res *fetchResult) {
-	it := lease.Item()
-	loc := res.header.Get("Location")
-	found, err := urlnorm.Resolve(u, loc)
-	if loc == "" || err != nil {
-		// Exalead: a redirect to a malformed URL is a permanent error.
-		c.httpError(lease, rec, src, res.status, res.header, "redirect_malformed")
-		return
-	}
-	to, target, d := c.rules.Route(found, it.Depth, src.rules)
-	if target == it.URL {
-		c.httpError(lease, rec, src, res.status, res.header, "redirect_loop")
-		return
-	}
-	if it.Hops >= c.cfg.Fetch.MaxRedirects {
-		c.httpError(lease, rec, src, res.status, res.header, "too_many_redirects")
-		return
-	}
-	outcome := frontier.Outcome{State: frontier.Fetched, Status: res.status, Target: target, ReadLinks: true}
-	if d.Crawl {
-		outcome.Links = []uint64{frontier.LinkKey(target)}
-		next := frontier.Item{URL: target, Source: to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority, Hops: it.Hops + 1, Via: it.URL}
-		if _, err := c.front.Add(next); err != nil {
-			c.log.Error("cannot queue redirect target", "url", target, "source", src.cfg.Name, "err", err)
-		}
-	} else {
-		var refused refusals
-		refused.add(to, target, it.Depth, d)
-		c.recordRefusals(&refused)
-	}
-	c.decided(src.cfg.Name, it.URL, "redirect", target, res.status)
-	// The URL no longer holds a document of its own.
-	w := unindex(rec)
-	c.complete(lease, outcome, w)
-}
-
-// httpError records an error status. Exalead's classification: 503 with
-// Retry-After and 429 are temporary (the host backs off); every other status
-// is permanent. A document is deleted on 404 and 410 at once, on other
-// permanent errors when the error repeats.
-func (c *Crawler) httpError(lease frontier.Lease, rec frontier.Record, src *source, status int, h http.Header, reason string) {
-	it := lease.Item()
-	if reason == "" {
-		reason = "http_" + strconv.Itoa(status)
-	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
-		until := time.Now().Add(retryAfter(h.Get("Retry-After"), rec.TempErrCount))
-		cause := "HTTP " + strconv.Itoa(status) + " " + http.StatusText(status)
-		if ra := h.Get("Retry-After"); ra != "" {
-			cause += ", Retry-After: " + ra
-		}
-		c.temporary(lease, rec, src, temporaryError{reason: reason, status: status, cause: cause, until: until, attempts: rec.TempErrCount + 1})
-		return
-	}
-	c.report.Reason(src.cfg.Name, it.URL, reason, "", true)
-	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "status", status)
-	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Status: status}
-	var w *write
-	// ErrCount > 0: the previous attempt failed permanently too (a lease's
-	// record reads InFlight, so its state cannot tell).
-	if status == http.StatusNotFound || status == http.StatusGone || rec.ErrCount > 0 {
-		w = unindex(rec)
-	}
-	c.complete(lease, outcome, w)
-}
-
-// failed records a fetch that got no status: a network error.
-func (c *Crawler) failed(lease frontier.Lease, rec frontier.Record, src *source, err error) {
-	it := lease.Item()
-	reason, temporary := classify(err)
-	if temporary {
-		c.temporary(lease, rec, src, temporaryError{reason: reason, cause: errCause(err),
-			until: time.Now().Add(backoff(rec.TempErrCount)), attempts: rec.TempErrCount + 1})
-		return
-	}
-	cause := errCause(err)
-	c.report.Reason(src.cfg.Name, it.URL, reason, cause, true)
-	c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", reason, "err", cause)
-	outcome := frontier.Outcome{State: frontier.Error, Reason: reason, Detail: cause}
-	var w *write
-	if rec.ErrCount > 0 {
-		w = unindex(rec)
-	}
-	var addrErr *addressError
-	outcome.NoRequest = errors.As(err, &addrErr)
-	c.complete(lease, outcome, w)
-}
-
-// temporaryError is a failure worth retrying: its reason code, the status
-// that came with it (0 when none did), what happened in words, when the
-// host may be tried again and how many times in a row it has failed.
-type temporaryError struct {
-	reason    string
-	status    int
-	cause     string
-	until     time.Time
-	attempts  int
-	noRequest bool // no request reached the host (robots.txt was unavailable)
-}
-
-// temporary queues the URL again after a backoff of its host, until it has
-// failed max_temporary_errors times in a row; then it is an error and its
-// document is deleted. The cause goes with each retry to the URL's history
-// and with the error to the log and the report.
-func (c *Crawler) temporary(lease frontier.Lease, rec frontier.Record, src *source, te temporaryError) {
-	it := lease.Item()
-	if te.attempts >= src.cfg.MaxTemporaryErrors {
-		c.report.Reason(src.cfg.Name, it.URL, te.reason, te.cause+"; temporary errors in a row: "+strconv.Itoa(te.attempts), true)
-		c.log.Info("fetch failed", "url", it.URL, "source", src.cfg.Name, "reason", te.reason, "status", te.status,
-			"detail", te.cause, "attempts", te.attempts)
-		outcome := frontier.Outcome{State: frontier.Error, Reason: te.reason, Status: te.status, Detail: te.cause, NoRequest: te.noRequest}
-		w := unindex(rec)
-		c.complete(lease, outcome, w)
-		return
-	}
-	c.log.Debug("temporary failure, retrying later", "url", it.URL, "source", src.cfg.Name, "reason", te.reason,
-		"status", te.status, "detail", te.cause, "attempts", te.attempts, "retry_at", te.until)
-	c.complete(lease, frontier.Outcome{State: frontier.Waiting, Reason: te.reason, Status: te.status, Detail: te.cause,
-		Backoff: te.until, NoRequest: te.noRequest}, nil)
 }
 
 // errCause is a failed request's error in words, without the method and
@@ -523,15 +179,6 @@ func robotsCause(ue *robots.UnavailableError) string {
 	return "robots.txt " + ue.URL + ": HTTP " + strconv.Itoa(ue.Status)
 }
 
-// exclude records a URL the crawl space, robots.txt or its response keep out.
-func (c *Crawler) exclude(lease frontier.Lease, rec frontier.Record, src *source, reason, detail string) {
-	c.report.Reason(src.cfg.Name, rec.URL, reason, detail, false)
-	c.log.Debug("excluded", "url", rec.URL, "source", src.cfg.Name, "reason", reason, "detail", detail)
-	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
-	w := unindex(rec)
-	c.complete(lease, outcome, w)
-}
-
 // complete records an outcome and, once it is stored, performs its sink
 // write, so the acknowledgement always finds the write recorded as pending.
 // The worker does not wait for the store: the frontier calls back after the
@@ -548,7 +195,7 @@ func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
 	notRecorded := func(err error) {
 		c.log.Error("cannot record outcome", "url", it.URL, "source", it.Source,
 			"state", o.State.String(), "reason", reasonRecordFailed, "outcome", o.Reason, "status", o.Status, "err", err)
-		c.report.Reason(it.Source, it.URL, reasonRecordFailed, err.Error(), true)
+		c.reportNow().Failure(it.Source, it.URL, reasonRecordFailed, err.Error())
 	}
 	err := lease.CompleteAsync(o, func(err error) {
 		if err != nil {
@@ -569,67 +216,6 @@ func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
 
 // reasonRecordFailed counts the URLs whose outcome the state store did not take.
 const reasonRecordFailed = "record_failed"
-
-// robotsAllow checks robots.txt for u. A refusal returns the deciding line;
-// a robots.txt that cannot be read postpones the URL (ok false, why "").
-func (c *Crawler) robotsAllow(ctx context.Context, lease frontier.Lease, src *source, u *url.URL) (ok bool, why string) {
-	if !*src.cfg.Robots.Obey {
-		return true, ""
-	}
-	r, err := c.robots.Get(ctx, u)
-	if err == nil && *src.cfg.Politeness.ObeyCrawlDelay {
-		if d := r.CrawlDelay(c.agent); d > 0 {
-			c.delays.Store(lease.HostKey(), d)
-		}
-	}
-	// robots.txt requested for this lease: the page is a second request
-	// and waits the host's delay, queued again rather than holding a worker.
-	paused := c.robotsPause(lease.HostKey())
-	var unavailable *robots.UnavailableError
-	var addrErr *addressError
-	switch {
-	case errors.As(err, &addrErr):
-		// The host's address is refused: no robots.txt will make it allowed.
-		c.failed(lease, lease.Record(), src, addrErr)
-		return false, ""
-	case errors.As(err, &unavailable):
-		// RFC 9309: an unreachable robots.txt disallows everything until it
-		// can be read. Each postponement is a temporary error of the URL.
-		// The host's failed fetches count for every URL of the host: only a
-		// URL or two get a turn per retry wait, and once the host has failed
-		// max_temporary_errors times its URLs end the cycle in error together
-		// instead of one by one, waits of up to 30 minutes apart.
-		rec := lease.Record()
-		attempts := max(rec.TempErrCount+1, c.robotsFailures(lease.HostKey(), unavailable.RetryAt))
-		c.temporary(lease, rec, src, temporaryError{reason: "robots_unavailable", cause: robotsCause(unavailable),
-			until: unavailable.RetryAt, attempts: attempts, noRequest: true})
-		return false, ""
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			lease.Release() // stopping: the URL stays queued for the next start
-			return false, ""
-		}
-		// Nothing else is expected here, but a URL given straight back
-		// would be leased again at once: it waits its backoff instead.
-		rec := lease.Record()
-		c.temporary(lease, rec, src, temporaryError{reason: "robots_unavailable", cause: err.Error(),
-			until: time.Now().Add(backoff(rec.TempErrCount)), attempts: rec.TempErrCount + 1, noRequest: true})
-		return false, ""
-	}
-	if _, failing := c.robotsDown.Load(lease.HostKey()); failing {
-		c.robotsDown.Delete(lease.HostKey())
-	}
-	allowed, line := r.Test(c.agent, u.RequestURI())
-	if !allowed {
-		return false, u.Scheme + "://" + u.Host + "/" + line
-	}
-	if paused {
-		lease.Release()
-		return false, ""
-	}
-	return true, ""
-}
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), falling
 // back to the backoff for the attempt.

@@ -98,29 +98,33 @@ func (r *Report) add(src string, f func(*Counts)) {
 	f(&r.Total)
 }
 
-// Reason records a URL skipped or failed for reason (a code from the documented set).
-func (r *Report) Reason(src, url, reason, detail string, isError bool) {
-	r.reasons(src, url, reason, detail, 1, isError)
+// Reason records a URL skipped, excluded or refused for reason (a code
+// from the documented set).
+func (r *Report) Reason(src, url, reason, detail string) {
+	r.reasons(src, url, reason, detail, 1, 0)
+}
+
+// Failure records a URL that failed for reason: it counts as an error too.
+func (r *Report) Failure(src, url, reason, detail string) {
+	r.reasons(src, url, reason, detail, 1, 1)
 }
 
 // ReasonN records n URLs refused for one reason, with one of them as the example.
 func (r *Report) ReasonN(src, url, reason, detail string, n int) {
-	r.reasons(src, url, reason, detail, n, false)
+	r.reasons(src, url, reason, detail, n, 0)
 }
 
-// reasons counts n URLs under reason, as errors too when isError, and
+// reasons counts n URLs under reason, errs of them as errors too, and
 // keeps url as an example while the reason has few.
-func (r *Report) reasons(src, url, reason, detail string, n int, isError bool) {
+func (r *Report) reasons(src, url, reason, detail string, n, errs int) {
 	if r.obs != nil {
-		r.obs.Reason(src, reason, n, isError)
+		r.obs.Reason(src, reason, n, errs > 0)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range []*Counts{r.source(src), &r.Total} {
 		c.Reasons[reason] += n
-		if isError {
-			c.Errors += n
-		}
+		c.Errors += errs
 	}
 	if r.perCode[reason] < examplesPerReason {
 		r.perCode[reason]++
@@ -216,7 +220,7 @@ func (r *Report) sinkResult(res sink.Result) string {
 		r.obs.Document(src, doc)
 	}
 	if res.Outcome == sink.Failed {
-		r.Reason(src, res.URL, "index_failed", res.Reason, true)
+		r.Failure(src, res.URL, "index_failed", res.Reason)
 	}
 	return src
 }

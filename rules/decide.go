@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -260,7 +261,7 @@ func IsSpecialAddress(ip netip.Addr) bool {
 // are wildcards). An empty Content-Type is allowed: the fetcher may sniff
 // the body's first bytes and call again with what it found.
 func (s *Source) DecideMIME(contentType, u string) Decision {
-	mt := mediaType(contentType)
+	mt := docfields.MediaType(contentType)
 	if mt == "" {
 		return s.allowed("")
 	}

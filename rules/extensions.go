@@ -124,18 +124,3 @@ func urlExtension(path string) string {
 	}
 	return seg[i+1:]
 }
-
-// mediaType cuts a Content-Type down to its lower-case type/subtype,
-// allocating only when the header is not already lower-case.
-func mediaType(ct string) string {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	ct = strings.TrimSpace(ct)
-	for i := 0; i < len(ct); i++ {
-		if 'A' <= ct[i] && ct[i] <= 'Z' {
-			return strings.ToLower(ct)
-		}
-	}
-	return ct
-}

@@ -216,7 +216,8 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	return s, nil
 }
 
-func (s *Elasticsearch) String() string {
+// Target is the physical index written and its alias.
+func (s *Elasticsearch) Target() string {
 	return "elasticsearch index " + s.physical + " (alias " + s.alias + ")"
 }
 

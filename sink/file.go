@@ -175,7 +175,8 @@ func (s *File) deliver(acks []Result) {
 	}
 }
 
-func (s *File) String() string { return "file " + s.path }
+// Target is the file written.
+func (s *File) Target() string { return "file " + s.path }
 
 // Publish syncs the file: a file has no readers to switch over.
 func (s *File) Publish(ctx context.Context) error { return s.Flush(ctx) }

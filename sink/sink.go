@@ -52,6 +52,10 @@ type Sink interface {
 	Publish(ctx context.Context) error
 	// Close flushes and releases resources; it does not publish.
 	Close(ctx context.Context) error
+	// Target names where documents go, as the report shows it: the
+	// crawler rebuilds every document when it differs from the target
+	// last published (a new physical index, another file).
+	Target() string
 }
 
 // Opener returns the constructor of the sink cfg names: Elasticsearch when

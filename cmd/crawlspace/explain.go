@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/urlnorm"
@@ -80,8 +80,14 @@ func explain(args []string, stdout, stderr io.Writer) int {
 
 	ex := &explainer{cfg: cfg, offline: *offline, stderr: stderr, told: map[string]bool{}}
 	if !*offline {
-		client := &http.Client{Timeout: cfg.Fetch.Timeout.D()}
-		ex.robots = robots.NewCache(robots.HTTPFetcher(client, cfg.UserAgent), robots.CacheOptions{UserAgent: cfg.UserAgent})
+		// robots.txt is read as the crawl reads it: with the source's
+		// credentials, proxy, CA and address rules.
+		fetchers, err := fetch.NewSet(cfg, set, fetch.Options{})
+		if err != nil {
+			fmt.Fprintln(stderr, "crawlspace explain:", err)
+			return exitFailed
+		}
+		ex.robots = robots.NewCache(fetchers.Robots, robots.CacheOptions{UserAgent: cfg.UserAgent})
 	}
 	var lines []explanation
 	for _, raw := range urls {

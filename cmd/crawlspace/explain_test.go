@@ -259,3 +259,47 @@ func TestValidateWarnsAboutAStartURLTheQueryFilterRewritesAndExitsZero(t *testin
 		t.Errorf("stdout %q", out.String())
 	}
 }
+
+// A site behind basic authentication serves its robots.txt behind it too:
+// explain reads it with the source's credentials, as the crawl does, so it
+// refuses what the crawl refuses instead of taking the 401 for "everything
+// allowed".
+func TestExplainReadsRobotsTxtWithTheSourcesCredentials(t *testing.T) {
+	var withAuth, without atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pass, ok := r.BasicAuth(); !ok || user != "crawler" || pass != "s3cret" {
+			without.Add(1)
+			w.Header().Set("WWW-Authenticate", `Basic realm="intranet"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		withAuth.Add(1)
+		if r.URL.Path == "/robots.txt" {
+			w.Write([]byte("User-agent: *\nDisallow: /private\n"))
+			return
+		}
+		w.Write([]byte("<html><body>page</body></html>"))
+	}))
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "crawl.yaml")
+	yaml := "allow_private_networks: true\n" +
+		"sources:\n" +
+		"  - name: intranet\n" +
+		"    start_urls: [\"" + srv.URL + "/\"]\n" +
+		"    auth: {username: crawler, password: s3cret}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runExplainCmd("-config", path, "-json", srv.URL+"/private/report", srv.URL+"/page")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	got := decodeLines(t, out)
+	checkLines(t, got, []explanation{
+		{URL: srv.URL + "/private/report", Source: "intranet", Reason: "robots", Rule: srv.URL + "/robots.txt:2: Disallow: /private"},
+		{URL: srv.URL + "/page", Source: "intranet", Crawl: true, Index: true, Follow: true},
+	})
+	if withAuth.Load() != 1 || without.Load() != 0 {
+		t.Errorf("robots.txt requested %d times with the credentials and %d without, want once with them", withAuth.Load(), without.Load())
+	}
+}

@@ -1,4 +1,4 @@
-package provider
+package fetch
 
 import (
 	"bytes"
@@ -108,7 +108,7 @@ func TestDecodedBodyInACodingItIsNotInIsAnEncodingError(t *testing.T) {
 		if !errors.As(err, &ee) || ee.coding != enc {
 			t.Errorf("%s over %q: err %v, want an encoding error", enc, body, err)
 		}
-		if reason, temporary := classify(err); reason != "content_encoding" || temporary {
+		if reason, temporary := Classify(err); reason != "content_encoding" || temporary {
 			t.Errorf("%s: classified %s (temporary %v), want content_encoding for good", enc, reason, temporary)
 		}
 	}

@@ -1,11 +1,10 @@
-package provider
+package fetch
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -69,28 +68,16 @@ func newTransport(cfg *config.Config, check func(netip.Addr) error) (*http.Trans
 	return tr, nil
 }
 
-// mediaType is the lower-case media type of a Content-Type header, without parameters.
-func mediaType(contentType string) string {
-	if contentType == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		mt, _, _ = strings.Cut(contentType, ";")
-	}
-	return strings.ToLower(strings.TrimSpace(mt))
-}
-
-// classify turns a failed fetch into a reason code and whether it is
+// Classify turns a failed fetch into a reason code and whether it is
 // temporary (worth retrying) in Exalead's sense.
-func classify(err error) (reason string, temporary bool) {
+func Classify(err error) (reason string, temporary bool) {
 	var dnsErr *net.DNSError
-	var addrErr *addressError
+	var addrErr *AddressError
 	var certErr *tls.CertificateVerificationError
 	var encErr *encodingError
 	switch {
 	case errors.As(err, &addrErr):
-		return addrErr.reason, false
+		return addrErr.Reason, false
 	case errors.As(err, &encErr):
 		// A body not in the coding it claims stays so until someone acts.
 		return "content_encoding", false
@@ -115,4 +102,19 @@ func classify(err error) (reason string, temporary bool) {
 		return "redirect_malformed", false
 	}
 	return "connection_error", false
+}
+
+// AddressError is the dialer's refusal of an address the source's rules
+// forbid: no request reached the host.
+type AddressError struct {
+	IP     netip.Addr
+	Reason string
+	Rule   string
+}
+
+func (e *AddressError) Error() string {
+	if e.Rule != "" {
+		return fmt.Sprintf("address %s refused (%s, %s)", e.IP, e.Reason, e.Rule)
+	}
+	return fmt.Sprintf("address %s refused (%s)", e.IP, e.Reason)
 }

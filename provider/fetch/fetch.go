@@ -1,0 +1,214 @@
+// Package fetch is how the crawler reaches a site: one Source per
+// configured source owns the transport (the address rules checked at dial
+// time, the proxy, the CA, the body decoding and its limit), the
+// credentials and custom headers and the hosts they may go to, and the
+// redirect policy of each kind of request. Pages, robots.txt, sitemaps and
+// feeds go through it, and so does `crawlspace explain`, so what explain
+// calls allowed is what the crawl is allowed.
+//
+// Deciding what to do with an answer (its status, its type, its body) is
+// the caller's; the one decision made here is to stop downloading a page
+// whose Content-Type the crawl space refuses, which only the headers'
+// arrival can make in time.
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"sync"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/robots"
+	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
+
+// Source is the fetch layer of one configured source. Each source has its
+// own transport so the dialer can apply this source's address rules to
+// the address actually connected to: connections are pooled per transport,
+// and a connection dialed for one source is never reused for another.
+// It is safe for concurrent use.
+type Source struct {
+	name      string
+	rules     *rules.Source
+	userAgent string
+	accept    string
+	// own holds scheme://host:port of the start URLs: the hosts whose
+	// politeness this source sets, and the only hosts its credentials and
+	// headers go to.
+	own     map[string]bool
+	headers http.Header
+	// strip names every custom header of any source, removed with
+	// Authorization on a redirect to another host.
+	strip map[string]bool
+	// listing fetches sitemaps and feeds, robots robots.txt; pages are
+	// fetched by clones of coll, one per request at a time (pages).
+	listing *http.Client
+	robots  *http.Client
+	coll    *colly.Collector
+	pages   sync.Pool
+}
+
+// Options are what the fetch layer takes besides the configuration.
+type Options struct {
+	// Accept is the Accept header of page requests: the media types the
+	// crawler can read.
+	Accept string
+}
+
+// New builds the fetch layer of the source sc of cfg, whose compiled rules
+// are rs.
+func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) (*Source, error) {
+	s := &Source{name: sc.Name, rules: rs, userAgent: cfg.UserAgent, accept: opts.Accept,
+		own: map[string]bool{}, headers: http.Header{}, strip: map[string]bool{}}
+	for _, u := range rs.StartURLs() {
+		s.own[urlnorm.Origin(u)] = true
+	}
+	for k, v := range sc.Headers {
+		s.headers.Set(k, v)
+	}
+	for i := range cfg.Sources {
+		for k := range cfg.Sources[i].Headers {
+			s.strip[http.CanonicalHeaderKey(k)] = true
+		}
+	}
+	if sc.Auth != nil {
+		req := &http.Request{Header: http.Header{}}
+		req.SetBasicAuth(sc.Auth.Username, sc.Auth.Password)
+		s.headers.Set("Authorization", req.Header.Get("Authorization"))
+	}
+	tr, err := newTransport(cfg, func(ip netip.Addr) error {
+		if d := rs.DecideAddress(ip); !d.Crawl {
+			return &AddressError{IP: ip, Reason: string(d.Reason), Rule: d.Rule}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt := &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes}
+	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
+	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
+	s.coll = newCollector(cfg, rt)
+	s.pages.New = func() any { return s.newPageFetch() }
+	return s, nil
+}
+
+// Name is the name of the source.
+func (s *Source) Name() string { return s.name }
+
+// Hosts are the hosts of the source's start URLs, as frontier.HostKey gives them.
+func (s *Source) Hosts() map[string]bool { return s.own }
+
+// Get fetches a sitemap or a feed: redirects followed up to
+// fetch.max_redirects, the body stopped after limit decoded bytes with an
+// error. The caller closes the body.
+func (s *Source) Get(ctx context.Context, rawURL string, limit int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(withBodyLimit(ctx, limit), http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.setHeaders(req.Header, rawURL)
+	return s.listing.Do(req)
+}
+
+// Robots fetches a robots.txt as robots.Fetcher does, with the source's
+// credentials: a site behind authentication serves its robots.txt behind
+// it too, and without them a 401 would read as "everything allowed".
+func (s *Source) Robots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
+	// The cache reads one byte past what it parses, to know the file was cut.
+	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	s.setHeaders(req.Header, robotsURL)
+	res, err := s.robots.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	return res.StatusCode, res.Body, nil
+}
+
+// Set is the fetch layer of every source of a configuration, in its order.
+type Set []*Source
+
+// NewSet builds the fetch layer of every source of cfg.
+func NewSet(cfg *config.Config, rs *rules.Set, opts Options) (Set, error) {
+	set := make(Set, 0, len(cfg.Sources))
+	for i := range cfg.Sources {
+		sc := &cfg.Sources[i]
+		r := rs.Source(sc.Name)
+		if r == nil {
+			return nil, fmt.Errorf("source %s: no compiled rules", sc.Name)
+		}
+		s, err := New(cfg, sc, r, opts)
+		if err != nil {
+			return nil, err
+		}
+		set = append(set, s)
+	}
+	return set, nil
+}
+
+// Owner is the source whose start URLs are on the host, else the first
+// source: a host's politeness and robots.txt are the same whichever
+// source found the URL.
+func (set Set) Owner(hostKey string) *Source {
+	for _, s := range set {
+		if s.own[hostKey] {
+			return s
+		}
+	}
+	return set[0]
+}
+
+// Robots fetches a robots.txt through the source owning its host, so the
+// address rules, credentials and TLS settings apply to it too.
+func (set Set) Robots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
+	return set.Owner(urlnorm.Origin(robotsURL)).Robots(ctx, robotsURL)
+}
+
+// redirectPolicy follows up to limit redirects for sitemaps and feeds
+// (pages are not followed: each hop is queued; robots.txt follows
+// robots.Client's).
+func (s *Source) redirectPolicy(limit int) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > limit {
+			return errors.New("too many redirects")
+		}
+		return s.keepHeadersHome(req, via)
+	}
+}
+
+// keepHeadersHome sends credentials and custom headers to the host they
+// were meant for only; net/http strips Authorization across domains but not
+// custom headers.
+func (s *Source) keepHeadersHome(req *http.Request, via []*http.Request) error {
+	if urlnorm.Origin(via[len(via)-1].URL.String()) != urlnorm.Origin(req.URL.String()) {
+		req.Header.Del("Authorization")
+		for k := range s.strip {
+			req.Header.Del(k)
+		}
+	}
+	return nil
+}
+
+// setHeaders sets the headers of a request for rawURL: the source's own
+// headers when the URL is on one of its hosts (credentials go nowhere else),
+// then the crawler's User-Agent and the codings it decodes, which a
+// configured header does not replace.
+func (s *Source) setHeaders(h http.Header, rawURL string) {
+	if s.own[urlnorm.Origin(rawURL)] {
+		for k, v := range s.headers {
+			h[k] = v
+		}
+	}
+	h.Set("User-Agent", s.userAgent)
+	h.Set("Accept-Encoding", acceptEncoding)
+}

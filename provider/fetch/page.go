@@ -1,0 +1,121 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/rules"
+)
+
+// Response is what a page request came back with.
+type Response struct {
+	URL    string
+	Status int // 0 when no response came: Err says why
+	Header http.Header
+	// Body is downloaded for a 200 only, as sent but for its
+	// Content-Encoding: the character decoding is the extractor's, from
+	// the bytes and every declaration.
+	Body []byte
+	// Skip is the crawl space's refusal of the Content-Type, decided
+	// before the body was downloaded; its Reason is empty when there was
+	// none.
+	Skip rules.Decision
+	// TooLarge says the body went past fetch.max_body_bytes once decoded;
+	// none of it is kept.
+	TooLarge bool
+	Err      error
+}
+
+// newCollector builds the colly collector of one source, which each page
+// request clones (pageFetch). Redirects are not followed: each 3xx is
+// recorded and its target queued as a URL of its own, so every hop passes
+// the crawl space and robots.txt, keeps its own state and is fetched at
+// most once.
+func newCollector(cfg *config.Config, tr http.RoundTripper) *colly.Collector {
+	f := cfg.Fetch
+	coll := colly.NewCollector(
+		colly.UserAgent(cfg.UserAgent),
+		// The frontier deduplicates; colly's visited set would only grow.
+		colly.AllowURLRevisit(),
+		// Every status reaches OnResponse, so errors are classified in one place.
+		colly.ParseHTTPErrorResponse(),
+		// One more byte than allowed tells an over-size body from one that
+		// fits exactly; the transport counts the limit in decoded bytes
+		// and leaves colly nothing to decompress.
+		colly.MaxBodySize(int(f.MaxBodyBytes)+1),
+	)
+	coll.WithTransport(tr)
+	coll.SetRequestTimeout(f.Timeout.D())
+	coll.SetRedirectHandler(func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse })
+	return coll
+}
+
+// pageFetch is a clone of the source's collector whose callbacks fill res,
+// the response of the one request it makes at a time: the clones share
+// the collector's transport, so a pool of them costs a few callbacks, and
+// each request's result has a typed home instead of colly's context.
+type pageFetch struct {
+	coll *colly.Collector
+	res  *Response
+}
+
+func (s *Source) newPageFetch() *pageFetch {
+	pf := &pageFetch{coll: s.coll.Clone()}
+	pf.coll.OnResponseHeaders(func(r *colly.Response) {
+		res := pf.res
+		res.Status = r.StatusCode
+		res.Header = r.Headers.Clone()
+		// colly converts a body whose Content-Type names a charset,
+		// trusting the label whatever the bytes say, and offers no setting
+		// to stop it (DetectCharset is for unlabelled bodies): the
+		// extractor decides the encoding once, from the bytes and every
+		// declaration, so colly is left a header without the type. The
+		// map is the one colly reads after the body; the copy above is
+		// the response's.
+		r.Headers.Del("Content-Type")
+		if r.StatusCode != http.StatusOK {
+			// Redirects, errors and not-modified answers are never indexed: skip their bodies.
+			r.Request.Abort()
+			return
+		}
+		if d := s.rules.DecideMIME(res.Header.Get("Content-Type"), res.URL); !d.Crawl {
+			res.Skip = d
+			r.Request.Abort()
+		}
+	})
+	pf.coll.OnResponse(func(r *colly.Response) { pf.res.Body = r.Body })
+	pf.coll.OnError(func(_ *colly.Response, err error) {
+		if pf.res.Err == nil && !errors.Is(err, colly.ErrAbortedAfterHeaders) {
+			pf.res.Err = err
+		}
+	})
+	return pf
+}
+
+// Page requests a page with the request headers hdr besides the source's
+// own, following no redirect; the outcome, a failure included, is in the
+// response. ctx ends the request: a stopped crawl hangs up on the pages it
+// is fetching instead of waiting out fetch.timeout.
+func (s *Source) Page(ctx context.Context, rawURL string, hdr http.Header) *Response {
+	s.setHeaders(hdr, rawURL)
+	hdr.Set("Accept", s.accept)
+	res := &Response{URL: rawURL}
+	pf := s.pages.Get().(*pageFetch)
+	pf.res, pf.coll.Context = res, ctx
+	err := pf.coll.Request(http.MethodGet, rawURL, nil, nil, hdr)
+	pf.res, pf.coll.Context = nil, nil
+	s.pages.Put(pf)
+	if res.Err == nil && err != nil && !errors.Is(err, colly.ErrAbortedAfterHeaders) {
+		res.Err = err
+	}
+	var tooLarge *tooLargeError
+	if errors.As(res.Err, &tooLarge) {
+		// The transport stopped the body at the limit: a 200 whose size the caller judges.
+		res.Err, res.TooLarge = nil, true
+	}
+	return res
+}

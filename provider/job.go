@@ -1,0 +1,508 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/mapping"
+	"github.com/crawlspace/crawlspace/provider/fetch"
+	"github.com/crawlspace/crawlspace/robots"
+	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
+
+// job is one leased URL on its way through a worker. run decides how it
+// ends, fetching the page when the crawl space and robots.txt allow it;
+// finish records that end in the state store, the report and the log.
+type job struct {
+	c     *Crawler
+	lease frontier.Lease
+	item  frontier.Item
+	// rec is the URL's record as leased: its state reads InFlight, so what
+	// the URL holds is told by its bookkeeping (Indexed, Pending, ErrCount).
+	rec frontier.Record
+	src *source // nil when the URL's source left the config
+	d   rules.Decision
+	u   *url.URL
+}
+
+// endKind is how a job ends.
+type endKind uint8
+
+const (
+	// released: the URL goes back to the queue unrecorded (the crawl stops,
+	// or its host waits its delay after robots.txt was read).
+	released endKind = iota
+	// removed: the URL's source left the config.
+	removed
+	// excluded: the crawl space, robots.txt or the response keeps the URL
+	// out (reason, detail).
+	excluded
+	// failed: no response, for good (reason, detail, reach).
+	failed
+	// temporary: no response worth keeping yet; the URL is tried again
+	// after a backoff of its host (reason, detail, status, until,
+	// attempts, reach).
+	temporary
+	// httpError: an error status, for good (status, reason).
+	httpError
+	// redirect: a 3xx whose target is queued as a URL of its own (status,
+	// target, to, route).
+	redirect
+	// notModified: a 304 to a conditional GET.
+	notModified
+	// fetched: a 200 read whole (res, mediaType, fetched).
+	fetched
+)
+
+// reach says whether a failed URL's request reached its host, for its
+// history: a refused address or an unavailable robots.txt sends none.
+type reach uint8
+
+const (
+	reached reach = iota
+	unreached
+)
+
+// end is how a job ends, with the data its kind needs.
+type end struct {
+	kind     endKind
+	reason   string
+	detail   string
+	status   int
+	reach    reach
+	until    time.Time
+	attempts int
+	// redirect: where it goes and what the crawl space makes of it.
+	target string
+	to     *rules.Source
+	route  rules.Decision
+	// fetched
+	res       *fetch.Response
+	mediaType string
+	fetched   time.Time
+}
+
+// Temporary failures back a host off for retryBase << attempts, at most
+// retryMax. Variables only so tests can shorten them.
+var (
+	retryBase = 2 * time.Second
+	retryMax  = 10 * time.Minute
+)
+
+// process fetches one leased URL and records its outcome.
+func (c *Crawler) process(ctx context.Context, lease frontier.Lease) {
+	j := &job{c: c, lease: lease, item: lease.Item(), rec: lease.Record()}
+	j.src = c.sources[j.item.Source]
+	j.finish(j.run(ctx))
+}
+
+func (j *job) run(ctx context.Context) end {
+	if j.src == nil {
+		return end{kind: removed}
+	}
+	// The crawl space may have changed since the URL was queued.
+	j.d = j.src.rules.Decide(j.item.URL, j.item.Depth)
+	if !j.d.Crawl {
+		return end{kind: excluded, reason: string(j.d.Reason), detail: j.d.Rule}
+	}
+	u, err := url.Parse(j.item.URL)
+	if err != nil {
+		return end{kind: excluded, reason: string(rules.ReasonInvalid), detail: err.Error()}
+	}
+	j.u = u
+	if e, ok := j.robots(ctx); !ok {
+		return e
+	}
+
+	hdr, conditional := j.conditional()
+	start := time.Now().UTC()
+	res := j.src.fetch.Page(ctx, j.item.URL, hdr)
+	if ctx.Err() != nil {
+		return end{kind: released}
+	}
+	if res.Err != nil {
+		return j.failure(res.Err)
+	}
+	j.c.fetchedPage(j.lease, j.src.cfg.Name, res, time.Since(start))
+	switch st := res.Status; {
+	case st == http.StatusNotModified:
+		if !conditional {
+			// Exalead: a 304 to an unconditional GET is inconsistent, a permanent error.
+			return j.statusError(res, "http_304_unconditional")
+		}
+		return end{kind: notModified, status: st}
+	case st >= 300 && st < 400:
+		return j.redirect(res)
+	case st != http.StatusOK:
+		return j.statusError(res, "")
+	}
+	ct := res.Header.Get("Content-Type")
+	mt := docfields.MediaType(ct)
+	if res.Skip.Reason != "" {
+		return end{kind: excluded, reason: string(res.Skip.Reason), detail: mt}
+	}
+	if limit := j.c.cfg.Fetch.MaxBodyBytes; res.TooLarge || int64(len(res.Body)) > limit {
+		// Never a silently truncated document: the page is left out, with its reason.
+		return end{kind: excluded, reason: "too_large", detail: fmt.Sprintf("over %d bytes", limit)}
+	}
+	if ct == "" {
+		// No type to decide from before the body came: its first bytes decide.
+		sniffed := http.DetectContentType(res.Body)
+		mt = docfields.MediaType(sniffed)
+		if d := j.src.rules.DecideMIME(sniffed, j.item.URL); !d.Crawl {
+			return end{kind: excluded, reason: string(d.Reason), detail: mt}
+		}
+	}
+	return end{kind: fetched, status: res.Status, res: res, mediaType: mt, fetched: start}
+}
+
+// conditional is the request headers of a conditional GET when the URL
+// holds a document that can be kept on a 304. A write still pending must
+// fetch the page whole, and so must a page whose links were never stored,
+// or its links would stay unknown and no orphan could be decided.
+func (j *job) conditional() (http.Header, bool) {
+	hdr := http.Header{}
+	rec := j.rec
+	if !rec.Indexed || rec.Pending != "" || !rec.HasLinks || (rec.ETag == "" && rec.LastModified == "" && rec.FetchedAt.IsZero()) {
+		return hdr, false
+	}
+	if rec.ETag != "" {
+		hdr.Set("If-None-Match", rec.ETag)
+	}
+	// The stored Last-Modified, else the last crawl time (seed 002).
+	if rec.LastModified != "" {
+		hdr.Set("If-Modified-Since", rec.LastModified)
+	} else if !rec.FetchedAt.IsZero() {
+		hdr.Set("If-Modified-Since", rec.FetchedAt.UTC().Format(http.TimeFormat))
+	}
+	return hdr, true
+}
+
+// robots checks robots.txt for the URL; ok is false when the job ends
+// here, as e says: refused by a line, postponed while robots.txt cannot be
+// read, or released while the host waits its delay after robots.txt was
+// read for this lease.
+func (j *job) robots(ctx context.Context) (e end, ok bool) {
+	c, src, hostKey := j.c, j.src, j.lease.HostKey()
+	if !*src.cfg.Robots.Obey {
+		return end{}, true
+	}
+	r, err := c.robots.Get(ctx, j.u)
+	if err == nil && *src.cfg.Politeness.ObeyCrawlDelay {
+		if d := r.CrawlDelay(c.agent); d > 0 {
+			c.delays.Store(hostKey, d)
+		}
+	}
+	// robots.txt requested for this lease: the page is a second request
+	// and waits the host's delay, queued again rather than holding a worker.
+	paused := c.robotsPause(hostKey)
+	var unavailable *robots.UnavailableError
+	var addrErr *fetch.AddressError
+	switch {
+	case errors.As(err, &addrErr):
+		// The host's address is refused: no robots.txt will make it allowed.
+		return j.failure(addrErr), false
+	case errors.As(err, &unavailable):
+		// RFC 9309: an unreachable robots.txt disallows everything until it
+		// can be read. Each postponement is a temporary error of the URL.
+		// The host's failed fetches count for every URL of the host: only a
+		// URL or two get a turn per retry wait, and once the host has failed
+		// max_temporary_errors times its URLs end the cycle in error together
+		// instead of one by one, waits of up to 30 minutes apart.
+		attempts := max(j.rec.TempErrCount+1, c.robotsFailures(hostKey, unavailable.RetryAt))
+		return end{kind: temporary, reason: "robots_unavailable", detail: robotsCause(unavailable),
+			until: unavailable.RetryAt, attempts: attempts, reach: unreached}, false
+	case err != nil:
+		if ctx.Err() != nil {
+			return end{kind: released}, false // stopping: the URL stays queued for the next start
+		}
+		// Nothing else is expected here, but a URL given straight back
+		// would be leased again at once: it waits its backoff instead.
+		return end{kind: temporary, reason: "robots_unavailable", detail: err.Error(),
+			until: time.Now().Add(backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
+	}
+	if _, failing := c.robotsDown.Load(hostKey); failing {
+		c.robotsDown.Delete(hostKey)
+	}
+	if allowed, line := r.Test(c.agent, j.u.RequestURI()); !allowed {
+		return end{kind: excluded, reason: string(rules.ReasonRobots), detail: j.u.Scheme + "://" + j.u.Host + "/" + line}, false
+	}
+	if paused {
+		return end{kind: released}, false
+	}
+	return end{}, true
+}
+
+// failure is how a fetch that got no status ends: a network error,
+// temporary or for good.
+func (j *job) failure(err error) end {
+	reason, temp := fetch.Classify(err)
+	if temp {
+		return end{kind: temporary, reason: reason, detail: errCause(err),
+			until: time.Now().Add(backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+	}
+	e := end{kind: failed, reason: reason, detail: errCause(err)}
+	if addrErr := (*fetch.AddressError)(nil); errors.As(err, &addrErr) {
+		e.reach = unreached
+	}
+	return e
+}
+
+// statusError is how an error status ends, under reason or else
+// http_<status>. Exalead's classification: 503 with Retry-After and 429
+// are temporary (the host backs off); every other status is permanent.
+func (j *job) statusError(res *fetch.Response, reason string) end {
+	status, h := res.Status, res.Header
+	if reason == "" {
+		reason = "http_" + strconv.Itoa(status)
+	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable && h.Get("Retry-After") != "" {
+		cause := "HTTP " + strconv.Itoa(status) + " " + http.StatusText(status)
+		if ra := h.Get("Retry-After"); ra != "" {
+			cause += ", Retry-After: " + ra
+		}
+		return end{kind: temporary, reason: reason, status: status, detail: cause,
+			until: time.Now().Add(retryAfter(h.Get("Retry-After"), j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+	}
+	return end{kind: httpError, reason: reason, status: status}
+}
+
+// redirect is how a 3xx ends: its target queued as a URL of its own, or a
+// permanent error when the target is malformed, the URL itself, or one
+// hop too many.
+func (j *job) redirect(res *fetch.Response) end {
+	loc := res.Header.Get("Location")
+	found, err := urlnorm.Resolve(j.u, loc)
+	if loc == "" || err != nil {
+		// Exalead: a redirect to a malformed URL is a permanent error.
+		return j.statusError(res, "redirect_malformed")
+	}
+	to, target, d := j.c.rules.Route(found, j.item.Depth, j.src.rules)
+	if target == j.item.URL {
+		return j.statusError(res, "redirect_loop")
+	}
+	if j.item.Hops >= j.c.cfg.Fetch.MaxRedirects {
+		return j.statusError(res, "too_many_redirects")
+	}
+	return end{kind: redirect, status: res.Status, target: target, to: to, route: d}
+}
+
+// finish records how the job ended.
+func (j *job) finish(e end) {
+	switch e.kind {
+	case released:
+		j.lease.Release()
+	case removed:
+		// A source removed from the config: its URLs leave the crawl.
+		o := frontier.Outcome{State: frontier.Excluded, Reason: "source_removed", NoRequest: true}
+		w := unindex(j.rec)
+		j.c.complete(j.lease, o, w)
+	case excluded:
+		j.exclude(e.reason, e.detail)
+	case failed:
+		j.failed(e)
+	case temporary:
+		j.temporary(e)
+	case httpError:
+		j.httpError(e)
+	case redirect:
+		j.redirected(e)
+	case notModified:
+		j.c.reportNow().unchanged(j.src.cfg.Name)
+		j.c.log.Debug("unchanged", "url", j.item.URL, "source", j.src.cfg.Name, "status", e.status)
+		j.c.complete(j.lease, frontier.Outcome{State: frontier.Fetched, Status: e.status, ETag: j.rec.ETag,
+			LastModified: j.rec.LastModified, Hash: j.rec.Hash}, nil)
+	case fetched:
+		j.page(e)
+	}
+}
+
+// exclude records a URL the crawl space, robots.txt or its response keep out.
+func (j *job) exclude(reason, detail string) {
+	c, rec, name := j.c, j.rec, j.src.cfg.Name
+	c.reportNow().Reason(name, rec.URL, reason, detail)
+	c.log.Debug("excluded", "url", rec.URL, "source", name, "reason", reason, "detail", detail)
+	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
+	w := unindex(rec)
+	c.complete(j.lease, outcome, w)
+}
+
+// failed records a fetch that got no status, for good. Its document is
+// deleted when the error repeats: ErrCount > 0 says the previous attempt
+// failed permanently too (a lease's record reads InFlight, so its state
+// cannot tell).
+func (j *job) failed(e end) {
+	c, name := j.c, j.src.cfg.Name
+	c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
+	c.log.Info("fetch failed", "url", j.item.URL, "source", name, "reason", e.reason, "err", e.detail)
+	outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail}
+	var w *write
+	if j.rec.ErrCount > 0 {
+		w = unindex(j.rec)
+	}
+	outcome.NoRequest = e.reach == unreached
+	c.complete(j.lease, outcome, w)
+}
+
+// httpError records an error status. A document is deleted on 404 and
+// 410 at once, on other permanent errors when the error repeats.
+func (j *job) httpError(e end) {
+	c, name := j.c, j.src.cfg.Name
+	c.reportNow().Failure(name, j.item.URL, e.reason, "")
+	c.log.Info("fetch failed", "url", j.item.URL, "source", name, "reason", e.reason, "status", e.status)
+	outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Status: e.status}
+	var w *write
+	if e.status == http.StatusNotFound || e.status == http.StatusGone || j.rec.ErrCount > 0 {
+		w = unindex(j.rec)
+	}
+	c.complete(j.lease, outcome, w)
+}
+
+// temporary queues the URL again after a backoff of its host, until it has
+// failed max_temporary_errors times in a row; then it is an error and its
+// document is deleted. The cause goes with each retry to the URL's history
+// and with the error to the log and the report.
+func (j *job) temporary(e end) {
+	c, name := j.c, j.src.cfg.Name
+	if e.attempts >= j.src.cfg.MaxTemporaryErrors {
+		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail+"; temporary errors in a row: "+strconv.Itoa(e.attempts))
+		c.log.Info("fetch failed", "url", j.item.URL, "source", name, "reason", e.reason, "status", e.status,
+			"detail", e.detail, "attempts", e.attempts)
+		outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Status: e.status, Detail: e.detail,
+			NoRequest: e.reach == unreached}
+		w := unindex(j.rec)
+		c.complete(j.lease, outcome, w)
+		return
+	}
+	c.log.Debug("temporary failure, retrying later", "url", j.item.URL, "source", name, "reason", e.reason,
+		"status", e.status, "detail", e.detail, "attempts", e.attempts, "retry_at", e.until)
+	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Status: e.status, Detail: e.detail,
+		Backoff: e.until, NoRequest: e.reach == unreached}, nil)
+}
+
+// redirected records a 3xx and queues its target as a URL of its own.
+func (j *job) redirected(e end) {
+	c, it := j.c, j.item
+	outcome := frontier.Outcome{State: frontier.Fetched, Status: e.status, Target: e.target, ReadLinks: true}
+	if e.route.Crawl {
+		outcome.Links = []uint64{frontier.LinkKey(e.target)}
+		next := frontier.Item{URL: e.target, Source: e.to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: e.route.Priority, Hops: it.Hops + 1, Via: it.URL}
+		if _, err := c.front.Add(next); err != nil {
+			c.log.Error("cannot queue redirect target", "url", e.target, "source", j.src.cfg.Name, "err", err)
+		}
+	} else {
+		var refused refusals
+		refused.add(e.to, e.target, it.Depth, e.route)
+		c.recordRefusals(&refused)
+	}
+	c.decided(j.src.cfg.Name, it.URL, "redirect", e.target, e.status)
+	// The URL no longer holds a document of its own.
+	w := unindex(j.rec)
+	c.complete(j.lease, outcome, w)
+}
+
+// page turns a fetched page into links and, unless something says
+// otherwise, a document.
+func (j *job) page(e end) {
+	c, src, d, it, rec, res := j.c, j.src, j.d, j.item, j.rec, e.res
+	ex, docSource := c.extractorFor(src, d, e.mediaType)
+	out, err := ex.Extract(mapping.Page{URL: j.u, Header: res.Header, Body: res.Body, Depth: it.Depth,
+		Source: docSource, Fetched: e.fetched, AddMeta: addMeta(d)})
+	if err != nil {
+		j.exclude("extract_failed", err.Error())
+		return
+	}
+	obey := *src.cfg.Robots.Obey
+	follow := d.Follow && (!out.Robots.NoFollow || src.cfg.Robots.IgnoreNofollow || !obey)
+	outcome := frontier.Outcome{State: frontier.Fetched, Status: http.StatusOK,
+		ETag: res.Header.Get("ETag"), LastModified: res.Header.Get("Last-Modified"), Hash: out.Doc.ContentHash,
+		ReadLinks: true}
+	if follow && *src.cfg.Discovery {
+		outcome.Found = j.found(out.Links)
+	}
+	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
+
+	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
+	if canon := j.canonical(out.Canonical); canon != "" {
+		if outcome.Detail != "" {
+			outcome.Detail = canon + "; " + outcome.Detail // the event would show the target alone
+		}
+		outcome.Target = canon
+		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
+		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
+		w := unindex(rec)
+		c.complete(j.lease, outcome, w)
+		return
+	}
+	noindex := out.Robots.NoIndex && obey && !src.cfg.Robots.IgnoreNoindex
+	var w *write
+	switch {
+	case !d.Index:
+		c.decided(src.cfg.Name, it.URL, string(d.Reason), d.Rule, http.StatusOK)
+		w = unindex(rec)
+	case noindex:
+		c.decided(src.cfg.Name, it.URL, "noindex", "", http.StatusOK)
+		w = unindex(rec)
+	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
+		// Same content as the indexed document: no write.
+		c.reportNow().unchanged(src.cfg.Name)
+	default:
+		doc := out.Doc
+		w = &write{id: docfields.ID(doc.URL), url: doc.URL, source: src.cfg.Name, doc: &doc}
+	}
+	c.complete(j.lease, outcome, w)
+}
+
+// found routes each link of the page to the source whose crawl space holds
+// it, for the page's outcome to queue in the class its decision gives, and
+// collects the refused ones, for the outcome to record with their reasons.
+// A rel=nofollow link is left out while the source obeys it.
+func (j *job) found(links []mapping.Link) *frontier.Found {
+	from := j.item
+	obeyNofollow := *j.src.cfg.Robots.Obey && !j.src.cfg.Robots.IgnoreNofollow
+	ds := discovered{items: make([]frontier.Item, 0, len(links))}
+	for _, l := range links {
+		if l.NoFollow && obeyNofollow {
+			continue
+		}
+		if it := ds.add(j.c.rules, j.src.rules, l.URL, from.Depth+1); it != nil {
+			it.Via = from.URL
+		}
+	}
+	j.c.reportUnstorable(&ds.refused)
+	fd := &frontier.Found{Links: ds.items}
+	for reason, items := range ds.refused.byReason {
+		fd.Refused = append(fd.Refused, frontier.Refused{Reason: string(reason), Detail: ds.refused.rule[reason], Items: items})
+	}
+	return fd
+}
+
+// canonical returns the URL a rel=canonical names when it is another URL on
+// the same site that the crawl space allows; that URL then holds the
+// document and is queued if it is new.
+func (j *job) canonical(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	found, err := urlnorm.Normalize(raw)
+	if err != nil {
+		return ""
+	}
+	it, src := j.item, j.src
+	cu, d := src.rules.DecideFound(found, it.Depth)
+	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
+		return ""
+	}
+	if _, err := j.c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
+		j.c.log.Error("cannot queue canonical URL", "url", cu, "source", src.cfg.Name, "err", err)
+	}
+	return cu
+}

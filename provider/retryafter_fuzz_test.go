@@ -1,0 +1,31 @@
+package provider
+
+import "testing"
+
+// FuzzRetryAfterIsNeverNegativeNorPastRetryMax reads any Retry-After a
+// server sends: the wait is never negative, never past retryMax.
+func FuzzRetryAfterIsNeverNegativeNorPastRetryMax(f *testing.F) {
+	for _, v := range []string{"120", "0", "-5", "Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT",
+		"99999999999999999999", " 30 ", "1e3", ""} {
+		f.Add(v, 3)
+	}
+	f.Fuzz(func(t *testing.T, v string, attempts int) {
+		d := retryAfter(v, attempts)
+		if d < 0 || d > retryMax {
+			t.Fatalf("retryAfter(%q, %d) = %s, want within [0, %s]", v, attempts, d, retryMax)
+		}
+	})
+}
+
+// A Retry-After of 292 years overflowed into the past, and the host was
+// asked again at once: it waits retryMax instead, as for any long wait.
+func TestRetryAfterPastAnyDurationWaitsRetryMaxInsteadOfNothing(t *testing.T) {
+	for _, v := range []string{"9227000000", "99999999999999999999"} {
+		if got := retryAfter(v, 0); got != retryMax {
+			t.Errorf("retryAfter(%q) = %s, want %s", v, got, retryMax)
+		}
+	}
+	if got := backoff(-6); got != retryBase {
+		t.Errorf("backoff of a damaged count -6 = %s, want %s", got, retryBase)
+	}
+}
