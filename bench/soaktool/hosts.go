@@ -41,6 +41,9 @@ type recorder struct {
 	mu     sync.Mutex
 	reqs   []request
 	active sync.WaitGroup
+	// sawGone, when set, is called once the server has noted a client gone
+	// (a test orders its handler's return after it).
+	sawGone func()
 }
 
 // wrap records each request h serves. A request ends when h returns, or, when the client
@@ -55,6 +58,9 @@ func (rec *recorder) wrap(h http.Handler) http.Handler {
 		stop := context.AfterFunc(r.Context(), func() {
 			gone = time.Now()
 			close(ran)
+			if rec.sawGone != nil {
+				rec.sawGone()
+			}
 		})
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r)

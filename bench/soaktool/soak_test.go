@@ -129,7 +129,8 @@ func TestPolitenessCheckCountsRequestsOverTheLimitAndTooSoonAfterTheLastOne(t *t
 }
 
 func TestRecorderEndsAnAbandonedRequestWhenTheClientLeftNotWhenTheHandlerReturned(t *testing.T) {
-	rec := &recorder{}
+	goneSeen := make(chan struct{})
+	rec := &recorder{sawGone: func() { close(goneSeen) }}
 	release := make(chan struct{})
 	var returned time.Time
 	// A handler that takes its time to notice: it returns only when the test says so.
@@ -151,6 +152,9 @@ func TestRecorderEndsAnAbandonedRequestWhenTheClientLeftNotWhenTheHandlerReturne
 	if err == nil {
 		t.Fatal("the request ended")
 	}
+	// The handler returns only after the server noted the client gone:
+	// what is tested is which of the two times the recorder keeps.
+	<-goneSeen
 	close(release)
 	srv.Close() // waits for the handler
 	reqs := rec.requests()
