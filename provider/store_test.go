@@ -129,8 +129,10 @@ func TestAFullStateStoreStopsTheCrawlWithENOSPCAndFetchesNoURLTwice(t *testing.T
 		t.Errorf("crawl error = %v, want one naming the state store %s and ENOSPC", err, stateDir)
 	}
 	t.Logf("the site served %d requests; the crawl ended with: %v", total, err)
-	// The store filled while writing, not when it was opened, and the crawl stopped there.
-	if siteURLs := pages + pages/100 + 2; total < 100 || total >= siteURLs {
+	// The store filled while writing, not when it was opened (robots.txt and
+	// the home page at most), and the crawl stopped there. How far it got
+	// depends on how the store's batches fell: 89 to 1,388 requests seen.
+	if siteURLs := pages + pages/100 + 2; total <= 2 || total >= siteURLs {
 		t.Errorf("the site served %d requests, want the crawl stopped part way through its %d URLs", total, siteURLs)
 	}
 }
