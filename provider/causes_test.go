@@ -3,7 +3,6 @@ package provider_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -16,10 +15,9 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/hostile"
 	"github.com/crawlspace/crawlspace/provider"
-	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // logBuffer keeps the crawler's JSON log lines.
@@ -56,16 +54,8 @@ func (l *logBuffer) lines(t *testing.T, msg, u string) []map[string]any {
 // crawlLogged runs one cycle with the crawler logging JSON at info level.
 func crawlLogged(t *testing.T, cfg *config.Config) (*provider.Crawler, *provider.Report, *logBuffer) {
 	t.Helper()
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &logBuffer{}
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewJSONHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 	return c, again(t, c), logs
 }
 

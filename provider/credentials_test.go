@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
@@ -27,15 +28,8 @@ func TestFetchThroughAProxyWithCredentialsLogsNoPassword(t *testing.T) {
 	defer proxy.Close()
 	proxyURL := strings.Replace(proxy.URL, "http://", "http://crawler:"+secret+"@", 1)
 	cfg, _ := testConfig(t, fmt.Sprintf("fetch: {proxy: %q}", proxyURL), "robots: {obey: false}", "https://intranet.example/")
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log syncBuffer
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	report, err := c.Crawl(context.Background())
 	if err != nil {
 		t.Fatal(err)

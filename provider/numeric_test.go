@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -47,7 +48,7 @@ func TestNumericHostsAreTheLoopbackAddressTheyNameForTheAddressRulesWithoutDNS(t
 
 	t.Run("a start URL is refused as a private address unless allowed", func(t *testing.T) {
 		for _, host := range numeric {
-			cfg := parseConfig(t, fmt.Sprintf("output: {file: %q}\nsources:\n  - name: s\n    start_urls: [\"http://%s:%s/\"]\n",
+			cfg := crawltest.Config(t, fmt.Sprintf("output: {file: %q}\nsources:\n  - name: s\n    start_urls: [\"http://%s:%s/\"]\n",
 				filepath.Join(t.TempDir(), "out.ndjson"), host, port))
 			if _, err := rules.Compile(cfg); err == nil || !strings.Contains(err.Error(), "forbidden_address") {
 				t.Errorf("start URL on host %s: want a forbidden_address config error, got %v", host, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/provider"
 )
@@ -107,7 +108,7 @@ func unlinkCAndD(site *mutableSite) {
 
 func orphanConfig(t *testing.T, esURL, index, start, maxAge, policy, extra string) *provider.Crawler {
 	t.Helper()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
 allow_private_networks: true
 sources:
@@ -116,7 +117,7 @@ sources:
     max_age: %s
     orphans: %s
 %s`, esURL, index, start, maxAge, policy, extra))
-	return crawlerFor(t, cfg)
+	return crawltest.New(t, cfg)
 }
 
 // orphanEvents are the reasons of a URL's orphan events, oldest first.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 )
 
 // outagePort is the HTTP port of the node this test stops and starts; it
@@ -79,7 +80,7 @@ func TestElasticsearchStoppedMidCrawlDelaysDocumentsAndLosesNone(t *testing.T) {
 		fmt.Fprintf(w, "<title>%s</title><p>page %s</p>", r.URL.Path, r.URL.Path)
 	}))
 	defer site.Close()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 100ms}
 allow_private_networks: true
 fetch: {concurrency: 2}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -32,7 +33,7 @@ func TestCrawlOfARealDocumentationSiteIndexesEveryPageWithItsOwnTitle(t *testing
 	index := estest.Index(t)
 	site := httptest.NewServer(http.FileServer(http.Dir(policyDocs)))
 	defer site.Close()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
 allow_private_networks: true
 sources:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -48,7 +49,7 @@ func TestSummaryOfAnInterruptedCrawlSaysItResumesOnTheNextStart(t *testing.T) {
 		htmlPage("slow", "")(w, r)
 	})
 	cfg, _ := testConfig(t, "", "", site.URL+"/")
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel(); close(release) }()
 	report, err := c.Crawl(ctx)
@@ -91,7 +92,7 @@ func TestStoppedCrawlAbandonsAPageThatNeverAnswersAndLeavesItQueued(t *testing.T
 	})
 	// Timeouts far beyond the guard below: only the stop can end the request.
 	cfg, _ := testConfig(t, "fetch: {timeout: 2h, response_header_timeout: 1h}", "", site.URL+"/")
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-asked; cancel() }()
 	done := make(chan error, 1)

@@ -15,6 +15,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -31,7 +32,7 @@ func TestKilledCrawlChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	if _, err := c.Crawl(context.Background()); err != nil {
 		t.Fatal(err)
 	}
