@@ -183,7 +183,6 @@ func TestTooManyRequestsAndServiceUnavailableWithRetryAfterAreRetriedInTheSameCy
 }
 
 func TestConnectionRefusedIsTemporaryAndEndsInErrorAfterMaxTemporaryErrors(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RetryBase: 10 * time.Millisecond})
 	site := newSite(t)
 	site.html("/", "home", "")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -196,7 +195,7 @@ func TestConnectionRefusedIsTemporaryAndEndsInErrorAfterMaxTemporaryErrors(t *te
 	// postpone the page (robots_unavailable) before the page is tried.
 	cfg, _ := testConfig(t, "", "max_temporary_errors: 4\nrobots: {obey: false}", site.URL+"/", closed)
 
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{RetryBase: 10 * time.Millisecond})
 
 	r := wantState(t, c, closed, frontier.Error, "connection_refused")
 	if r.ErrCount != 1 || r.Indexed {

@@ -103,14 +103,13 @@ func TestRobotsTxtNotFoundAllowsEverything(t *testing.T) {
 }
 
 func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 50 * time.Millisecond})
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusInternalServerError)
 	site.html("/", "home", links("/a.html"))
 	site.html("/a.html", "a", "")
 	cfg, out := testConfig(t, "", "max_temporary_errors: 3", site.URL+"/")
 
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 50 * time.Millisecond})
 
 	if got := site.requested(); !slices.Equal(got, []string{"/robots.txt"}) {
 		t.Errorf("requested %v, want robots.txt only", got)
@@ -136,7 +135,6 @@ func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors
 }
 
 func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 	site := newSite(t)
 	fails := 1
 	site.handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +152,7 @@ func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
 	site.html("/a.html", "a", "")
 	cfg, out := testConfig(t, "", "", site.URL+"/")
 
-	c, _ := crawlKeep(t, cfg)
+	c, _ := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/a.html"); !slices.Equal(got, want) {
 		t.Errorf("indexed %v, want %v", got, want)
@@ -402,7 +400,6 @@ func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
 }
 
 func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusBadGateway)
 	var starts []string
@@ -413,7 +410,7 @@ func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *tes
 
 	// Retrying robots.txt for each URL in turn, two per retry wait and the
 	// wait doubling to 30 minutes, would keep this cycle open for hours.
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	if got := site.requested(); !slices.Equal(got, []string{"/robots.txt"}) {
 		t.Errorf("requested %v, want robots.txt only", got)
@@ -430,9 +427,6 @@ func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *tes
 }
 
 func TestRobotsTxtPastFiveRedirectsOrInALoopIsUnavailableAndAllowsEverythingAsRFC9309Says(t *testing.T) {
-	// Short retries, so the old behaviour (robots_unavailable after
-	// max_temporary_errors retries) fails the test quickly.
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 	rules := "User-agent: *\nDisallow: /private\n"
 	chain, loop, five := newSite(t), newSite(t), newSite(t)
 	robots := map[*testSite]*hostile.Redirects{
@@ -450,7 +444,9 @@ func TestRobotsTxtPastFiveRedirectsOrInALoopIsUnavailableAndAllowsEverythingAsRF
 	}
 	cfg, _ := testConfig(t, "", "max_temporary_errors: 3\nstay_on_start_hosts: true", starts...)
 
-	c, report := crawlKeep(t, cfg)
+	// Short retries, so the old behaviour (robots_unavailable after
+	// max_temporary_errors retries) fails the test quickly.
+	c, report := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	for _, site := range []*testSite{chain, loop} {
 		wantState(t, c, site.URL+"/", frontier.Fetched, "")

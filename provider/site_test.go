@@ -189,6 +189,14 @@ func crawlKeep(t *testing.T, cfg *config.Config) (*provider.Crawler, *provider.R
 	return c, again(t, c)
 }
 
+// crawlTimed is crawlKeep with the crawler's waits shortened to tm.
+func crawlTimed(t *testing.T, cfg *config.Config, tm provider.Timing) (*provider.Crawler, *provider.Report) {
+	t.Helper()
+	c := crawltest.New(t, cfg)
+	provider.SetTiming(c, tm)
+	return c, again(t, c)
+}
+
 // again runs another cycle of an open crawler.
 func again(t *testing.T, c *provider.Crawler) *provider.Report {
 	t.Helper()
