@@ -144,6 +144,7 @@ func TestServiceUnavailableWithoutRetryAfterIsAPermanentError(t *testing.T) {
 }
 
 func TestTooManyRequestsAndServiceUnavailableWithRetryAfterAreRetriedInTheSameCycle(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/busy.html", "/unavailable.html"))
 	for path, status := range map[string]int{"/busy.html": http.StatusTooManyRequests, "/unavailable.html": http.StatusServiceUnavailable} {

@@ -14,6 +14,7 @@ type Timing struct {
 	RetryBase   time.Duration // first backoff after a temporary error
 	RobotsRetry time.Duration // first wait before an unreachable robots.txt is tried again
 	Checkpoint  time.Duration // how often a running crawl re-reads its reject lists
+	CloseGrace  time.Duration // how long Close waits for the sink's writes to land
 }
 
 // SetTiming changes c's waits. Call it before c's first Crawl; other
@@ -28,6 +29,9 @@ func SetTiming(c *Crawler, tm Timing) {
 	}
 	if tm.Checkpoint > 0 {
 		c.timing.checkpoint = tm.Checkpoint
+	}
+	if tm.CloseGrace > 0 {
+		c.timing.closeGrace = tm.CloseGrace
 	}
 }
 

@@ -35,6 +35,7 @@ func esScript(t *testing.T, verb string) (string, error) {
 // with the harness script while a crawl is writing to it and starts it
 // again: the crawl ends with every page indexed once, under its own id.
 func TestElasticsearchStoppedMidCrawlDelaysDocumentsAndLosesNone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and stops its own Elasticsearch node")
 	}

@@ -54,6 +54,7 @@ func TestPolitenessDelaySpacesTheRequestsToAHost(t *testing.T) {
 }
 
 func TestRetryAfterBacksTheWholeHostOff(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	pages := pagePaths("/p", 4)
 	site.html("/", "home", links(append([]string{"/busy.html"}, pages...)...))
@@ -88,6 +89,7 @@ func TestRetryAfterBacksTheWholeHostOff(t *testing.T) {
 }
 
 func TestHostInItsDelayDoesNotHoldUpTheOtherHosts(t *testing.T) {
+	t.Parallel()
 	slow, fast := newSite(t), newSite(t)
 	slowPages, fastPages := pagePaths("/s", 8), pagePaths("/f", 8)
 	slow.html("/", "slow", links(slowPages...))

@@ -188,6 +188,7 @@ func noneLost(t *testing.T, c *provider.Crawler, base string) (pending []string)
 }
 
 func TestBulkItem503IsRetriedUntilItLandsAndTheAliasWaits(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
 	c := crawltest.New(t, e.cfg)
 	failing := []string{docfields.ID(e.url("/p3")), docfields.ID(e.url("/p7"))}
@@ -216,8 +217,12 @@ func TestBulkItem503IsRetriedUntilItLandsAndTheAliasWaits(t *testing.T) {
 }
 
 func TestCrawlStoppedWhileItemsFailLeavesThemPendingAndTheNextCrawlIndexesThem(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
 	c := crawltest.New(t, e.cfg)
+	// The items fail until the test lets them pass: Close need not wait
+	// long for them before leaving them pending.
+	provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 	failing := []string{docfields.ID(e.url("/p3")), docfields.ID(e.url("/p7"))}
 	e.set(t, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, IDs: failing})
 
@@ -249,6 +254,7 @@ func TestCrawlStoppedWhileItemsFailLeavesThemPendingAndTheNextCrawlIndexesThem(t
 }
 
 func TestBulkItemMappingErrorIsAnErrorThatStatusAndClearErrorsSeeAndALaterCrawlRetries(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
 	c := crawltest.New(t, e.cfg)
 	bad := e.url("/p3")
@@ -302,6 +308,7 @@ func TestBulkItemMappingErrorIsAnErrorThatStatusAndClearErrorsSeeAndALaterCrawlR
 }
 
 func TestDeleteFailingWith503IsRetriedAndTheDocumentIsGone(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "max_age: 1ms")
 	c, _ := crawlKeep(t, e.cfg)
 	gone := e.url("/p5")
@@ -329,6 +336,7 @@ func TestDeleteFailingWith503IsRetriedAndTheDocumentIsGone(t *testing.T) {
 }
 
 func TestStalledNodeHoldsTheCrawlUntilItAnswersAndLosesNothing(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, ", request_timeout: 1s", "")
 	c := crawltest.New(t, e.cfg) // the index is created through the healthy proxy
 	e.set(t, faultproxy.Fault{Mode: faultproxy.Stall})
@@ -348,8 +356,12 @@ func TestStalledNodeHoldsTheCrawlUntilItAnswersAndLosesNothing(t *testing.T) {
 }
 
 func TestCrawlCancelledDuringAStallReturnsWithItsWritesPendingForTheNextCrawl(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, ", request_timeout: 1s", "")
 	c := crawltest.New(t, e.cfg)
+	// The node stalls until the test lets it answer: Close need not wait
+	// long for it before leaving the writes pending.
+	provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 	e.set(t, faultproxy.Fault{Mode: faultproxy.Stall})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -450,6 +462,7 @@ func (s *syncBuffer) lines(msg string) []string {
 }
 
 func TestElasticsearchOutageIsWarnedOnceWithItsErrorAndItsRecoveryLogged(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
 	cfg := e.cfg
 	var log syncBuffer
