@@ -31,6 +31,7 @@ const atMaxima = `
 // worker pool). fetch.concurrency and fetch.max_body_bytes are tried each
 // at its maximum, with the other as large as their product allows.
 func TestConfigAtTheMaximaBuildsACrawlerThatCrawls(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	const limits = "connect_timeout: 10m, response_header_timeout: 1h, timeout: 2h, max_redirects: 100, max_links_per_page: 100000"
 	for _, tc := range []struct{ name, fetch string }{

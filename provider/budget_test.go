@@ -81,6 +81,7 @@ sources:
 }
 
 func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	const urls, pages, links = 300, 100, 10
 	trap := &hostile.Trap{Seed: 1, Links: links}
 	site, ctx := trapSite(t, trap, 50*pages)
@@ -143,6 +144,7 @@ func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
 // Refused URLs are records too: a trap linking to ever new sites fills the
 // store with them unless the source's budget counts them.
 func TestRefusedURLsPastTheSourceBudgetAreCountedNotStored(t *testing.T) {
+	t.Parallel()
 	const urls, pages = 200, 50
 	trap := &hostile.Trap{Seed: 2, Links: 3, Offsite: 7}
 	site, ctx := trapSite(t, trap, 50*pages)

@@ -138,6 +138,7 @@ func resetConnection(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	drip := &hostile.Drip{Head: "<html><title>drip</title>", Every: 20 * time.Millisecond}
 	site.handle("/drip.html", drip.ServeHTTP)
@@ -159,6 +160,7 @@ func TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory(t *test
 }
 
 func TestUnavailableRobotsTxtGivesItsCauseToTheLogTheReportAndTheHistory(t *testing.T) {
+	t.Parallel()
 	failing, dripping := newSite(t), newSite(t)
 	failing.status("/robots.txt", http.StatusInternalServerError)
 	drip := &hostile.Drip{Head: "User-agent: *\n", Every: 20 * time.Millisecond, ContentType: "text/plain"}

@@ -65,6 +65,7 @@ func expectedIDs(base string) []string {
 func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func TestCrawlIntoElasticsearchIndexesExactlyTheReachablePages(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := serveDemoSite(t)
@@ -154,6 +155,7 @@ func searchAll(t *testing.T, esURL, index string) map[string]*docfields.Document
 }
 
 func TestCrawlIntoFileSinkWritesOneBulkActionPerReachablePage(t *testing.T) {
+	t.Parallel()
 	site := serveDemoSite(t)
 	out := filepath.Join(t.TempDir(), "docs.ndjson")
 	cfg := crawltest.Config(t, fmt.Sprintf(`
@@ -186,6 +188,7 @@ sources:
 }
 
 func TestLoopbackStartURLIsAConfigErrorUnlessPrivateNetworksAreAllowed(t *testing.T) {
+	t.Parallel()
 	cfg := crawltest.Config(t, `
 sources:
   - name: demo
@@ -198,6 +201,7 @@ sources:
 }
 
 func TestCrawlRefusesANameResolvingToLoopbackUnlessConfigAllowsPrivateNetworks(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -224,6 +228,7 @@ sources:
 }
 
 func TestCrawlKeepsRequestsPerHostWithinMaxParallel(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	inflight, peak := 0, 0
 	const pages = 40

@@ -21,6 +21,7 @@ import (
 // proxy whose URL carries a password and that refuses every request: the
 // failure is logged, reported and stored, the password nowhere.
 func TestFetchThroughAProxyWithCredentialsLogsNoPassword(t *testing.T) {
+	t.Parallel()
 	const secret = "pr0xy-S3cret"
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "who are you", http.StatusProxyAuthRequired)
@@ -64,6 +65,7 @@ func TestFetchThroughAProxyWithCredentialsLogsNoPassword(t *testing.T) {
 // validation, a proxy URL that does not parse: Go's parse error quotes the
 // URL, and the crawler's error must not.
 func TestBadProxyURLIsNamedWithoutItsPassword(t *testing.T) {
+	t.Parallel()
 	const secret = "pr0xy-S3cret"
 	cfg, _ := testConfig(t, "", "", "http://127.0.0.1:9/")
 	cfg.Fetch.Proxy = "http://crawler:" + secret + "@proxy.example:badport"

@@ -41,6 +41,7 @@ func countingServer(t *testing.T, addr string) (*httptest.Server, *atomic.Int32)
 }
 
 func TestNumericHostsAreTheLoopbackAddressTheyNameForTheAddressRulesWithoutDNS(t *testing.T) {
+	t.Parallel()
 	target, hits := countingServer(t, "127.0.0.1:0")
 	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
 	// 2130706433, 0x7f.1, 0177.0.0.1 and 127.1 are all 127.0.0.1.

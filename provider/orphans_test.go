@@ -148,6 +148,7 @@ func wantIndexed(t *testing.T, esURL, index, base string, want ...string) {
 func letMaxAgePass() { time.Sleep(5 * time.Millisecond) }
 
 func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "keep", "")
@@ -210,6 +211,7 @@ func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
 }
 
 func TestOrphansRecheckFetchesEachOrphanOnceAndDeletesTheOnesGone(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	// A long max_age: only the start URL is visited again, so only the
@@ -262,6 +264,7 @@ func TestOrphansRecheckFetchesEachOrphanOnceAndDeletesTheOnesGone(t *testing.T) 
 }
 
 func TestOrphansDeletePolicyDeletesThemUntilALinkBringsThemBack(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
@@ -304,6 +307,7 @@ func TestOrphansDeletePolicyDeletesThemUntilALinkBringsThemBack(t *testing.T) {
 }
 
 func TestDeletedOrphanReachedAgainThroughStoredLinksIsIndexedAgain(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site := newMutableSite(t)
 	site.set("/", "Home", "Welcome.", "/hub")
@@ -338,6 +342,7 @@ func TestDeletedOrphanReachedAgainThroughStoredLinksIsIndexedAgain(t *testing.T)
 }
 
 func TestPageListedInASitemapIsNoOrphanEvenWhenTheSitemapCannotBeRead(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site := newMutableSite(t)
 	site.set("/", "Home", "Welcome.", "/a")
@@ -371,6 +376,7 @@ func TestPageListedInASitemapIsNoOrphanEvenWhenTheSitemapCannotBeRead(t *testing
 }
 
 func TestInterruptedCrawlDeletesNoOrphan(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
@@ -408,6 +414,7 @@ func TestInterruptedCrawlDeletesNoOrphan(t *testing.T) {
 }
 
 func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
@@ -454,6 +461,7 @@ func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.
 }
 
 func TestOrphansFoundWhenEveryPageIsReadWholeAgain(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	site.mu.Lock()

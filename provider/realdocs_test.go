@@ -23,6 +23,7 @@ const policyDocs = "/usr/share/doc/debian-policy/policy.html"
 // documentation site nobody wrote for crawlspace (Sphinx's templates, its
 // genindex and search pages, _static assets) into the real node.
 func TestCrawlOfARealDocumentationSiteIndexesEveryPageWithItsOwnTitle(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(filepath.Join(policyDocs, "index.html")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("debian-policy must be installed in CI (scripts/test installs it): %v", err)

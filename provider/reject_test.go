@@ -41,6 +41,7 @@ func rejectSite(t *testing.T, rejectList string, armed *atomic.Bool) (*testSite,
 }
 
 func TestRejectListEditedDuringACrawlDropsTheQueuedURLsItNowMatches(t *testing.T) {
+	t.Parallel()
 	rejectList := filepath.Join(t.TempDir(), "reject.txt")
 	if err := os.WriteFile(rejectList, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func TestRejectListEditedDuringACrawlDropsTheQueuedURLsItNowMatches(t *testing.T
 }
 
 func TestRejectListEditedDuringACrawlDeletesTheDocumentsOfQueuedURLsItNowMatches(t *testing.T) {
+	t.Parallel()
 	rejectList := filepath.Join(t.TempDir(), "reject.txt")
 	if err := os.WriteFile(rejectList, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestSummaryOfAFailedCycleSaysItFailedAndWhy(t *testing.T) {
+	t.Parallel()
 	r := provider.NewReport("file out.ndjson")
 	r.Finish(errors.New("state store /var/lib/crawlspace: no space left on device"))
 	var out bytes.Buffer
@@ -39,6 +40,7 @@ func TestSummaryOfAFailedCycleSaysItFailedAndWhy(t *testing.T) {
 }
 
 func TestSummaryOfAnInterruptedCrawlSaysItResumesOnTheNextStart(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	started := make(chan struct{})
 	release := make(chan struct{})
@@ -67,6 +69,7 @@ func TestSummaryOfAnInterruptedCrawlSaysItResumesOnTheNextStart(t *testing.T) {
 }
 
 func TestSummaryOfACompletedCrawlSaysItFinished(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", "")
 	cfg, _ := testConfig(t, "", "", site.URL+"/")
@@ -82,6 +85,7 @@ func TestSummaryOfACompletedCrawlSaysItFinished(t *testing.T) {
 }
 
 func TestStoppedCrawlAbandonsAPageThatNeverAnswersAndLeavesItQueued(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	asked := make(chan struct{})
 	var once sync.Once

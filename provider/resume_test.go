@@ -24,6 +24,7 @@ const resumeEnv = "CRAWLSPACE_RESUME_CHILD_CONFIG"
 // TestKilledCrawlChild is the crawl the resume test kills: one cycle of the
 // config named by the environment, in a process of its own.
 func TestKilledCrawlChild(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(resumeEnv)
 	if path == "" {
 		t.Skip("run by TestKilledCrawlResumesWithoutRefetchingWhatWasDoneOrLosingWhatWasQueued")
@@ -39,6 +40,7 @@ func TestKilledCrawlChild(t *testing.T) {
 }
 
 func TestKilledCrawlResumesWithoutRefetchingWhatWasDoneOrLosingWhatWasQueued(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(resumeEnv) != "" {
 		t.Skip("in the child")
 	}

@@ -16,6 +16,7 @@ import (
 )
 
 func TestRobotsTxtDisallowedLinkIsExcludedAsRobotsAndNeverRequested(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /private/\n")
 	site.html("/", "home", links("/private/secret.html", "/public.html"))
@@ -42,6 +43,7 @@ func TestRobotsTxtDisallowedLinkIsExcludedAsRobotsAndNeverRequested(t *testing.T
 }
 
 func TestRobotsTxtLongestMatchWinsAndAllowWinsATie(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", strings.Join([]string{
 		"User-agent: *",
@@ -85,6 +87,7 @@ func TestRobotsTxtLongestMatchWinsAndAllowWinsATie(t *testing.T) {
 }
 
 func TestRobotsTxtNotFoundAllowsEverything(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusNotFound)
 	site.html("/", "home", links("/a.html", "/b.html"))
@@ -103,6 +106,7 @@ func TestRobotsTxtNotFoundAllowsEverything(t *testing.T) {
 }
 
 func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusInternalServerError)
 	site.html("/", "home", links("/a.html"))
@@ -135,6 +139,7 @@ func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors
 }
 
 func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	fails := 1
 	site.handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +169,7 @@ func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
 }
 
 func TestRobotsTxtIsFetchedOncePerHostPerCrawl(t *testing.T) {
+	t.Parallel()
 	a, b := newSite(t), newSite(t)
 	for _, site := range []*testSite{a, b} {
 		site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /no\n")
@@ -190,6 +196,7 @@ func TestRobotsTxtIsFetchedOncePerHostPerCrawl(t *testing.T) {
 }
 
 func TestRobotsTxtCrawlDelaySpacesTheRequestsToTheHost(t *testing.T) {
+	t.Parallel()
 	const delay = 100 * time.Millisecond
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nCrawl-delay: 0.1\n")
@@ -222,6 +229,7 @@ func TestRobotsTxtCrawlDelaySpacesTheRequestsToTheHost(t *testing.T) {
 }
 
 func TestRobotsMetaTagsAndHeadersDecideIndexingAndFollowing(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/noindex.html", "/nofollow.html", "/none.html", "/header-noindex.html",
 		"/header-other-agent.html", "/crawlspace-meta.html", "/relnofollow.html"))
@@ -305,6 +313,7 @@ func htmlHead(head, body string) http.HandlerFunc {
 }
 
 func TestRobotsObeyFalseFetchesDisallowedPagesAndWarnsInTheReport(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /\n")
 	site.handle("/", htmlHead(`<meta name="robots" content="noindex, nofollow">`, links("/a.html")))
@@ -325,6 +334,7 @@ func TestRobotsObeyFalseFetchesDisallowedPagesAndWarnsInTheReport(t *testing.T) 
 }
 
 func TestRobotsTxtBadLinesCostOnlyThemselvesAndOurGroupBeatsTheStarGroup(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", strings.Join([]string{
 		"Disallow: /before-any-group", // no User-agent yet: skipped
@@ -353,6 +363,7 @@ func TestRobotsTxtBadLinesCostOnlyThemselvesAndOurGroupBeatsTheStarGroup(t *test
 }
 
 func TestRobotsTxtRedirectIsFollowedToTheRules(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.redirect("/robots.txt", "/moved/robots.txt")
 	site.text("/moved/robots.txt", "text/plain", "User-agent: *\nDisallow: /private\n")
@@ -371,6 +382,7 @@ func TestRobotsTxtRedirectIsFollowedToTheRules(t *testing.T) {
 }
 
 func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	var noindex atomic.Bool
 	site.html("/", "home", links("/page.html"))
@@ -400,6 +412,7 @@ func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
 }
 
 func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusBadGateway)
 	var starts []string
@@ -427,6 +440,7 @@ func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *tes
 }
 
 func TestRobotsTxtPastFiveRedirectsOrInALoopIsUnavailableAndAllowsEverythingAsRFC9309Says(t *testing.T) {
+	t.Parallel()
 	rules := "User-agent: *\nDisallow: /private\n"
 	chain, loop, five := newSite(t), newSite(t), newSite(t)
 	robots := map[*testSite]*hostile.Redirects{

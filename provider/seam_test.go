@@ -154,6 +154,7 @@ func (l *countingLease) CompleteAsync(o frontier.Outcome, done func(error)) erro
 func (l *countingLease) Release() { l.s.count("Release"); l.Lease.Release() }
 
 func TestCrawlRunsThroughTheStoreInterface(t *testing.T) {
+	t.Parallel()
 	site := serveDemoSite(t)
 	out := filepath.Join(t.TempDir(), "docs.ndjson")
 	cfg := crawltest.Config(t, fmt.Sprintf(`

@@ -26,6 +26,7 @@ func longURL(base string, n int) string {
 }
 
 func TestAPageLinkingURLsTooLongToStoreIsFetchedOnceAndTheirRefusalReported(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	const bound = 32000
 	tooLong, justOver, longest := longURL(site.URL, 40000), longURL(site.URL, bound+1), longURL(site.URL, bound)
@@ -82,6 +83,7 @@ func bigSite(t *testing.T, n int) *testSite {
 }
 
 func TestAFullStateStoreStopsTheCrawlWithENOSPCAndFetchesNoURLTwice(t *testing.T) {
+	t.Parallel()
 	const pages = 3000
 	stateDir := tmpfs.Mount(t, 2<<20)
 	site := bigSite(t, pages)
@@ -148,6 +150,7 @@ func damageStore(t *testing.T, dir string) {
 }
 
 func TestAStoreDamagedMidCrawlStopsTheCrawlWithTheCorruptErrorAndNoPanic(t *testing.T) {
+	t.Parallel()
 	const pages = 3000
 	site := bigSite(t, pages)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -133,6 +133,7 @@ sources:
 // changed or dropped), and crawls again: each time the index must hold
 // exactly what the site says, with each decision counted.
 func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newMutableSite(t)
@@ -200,6 +201,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 // holds and lifts an exclusion: the next crawl deletes the first area and
 // indexes the second, with no manual step.
 func TestConfigChangeRemovesAnAreaAndAddsAnother(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newMutableSite(t)
@@ -230,6 +232,7 @@ func TestConfigChangeRemovesAnAreaAndAddsAnother(t *testing.T) {
 // index from the known URLs, and a search running against the alias
 // throughout never sees fewer documents than the site has.
 func TestMappingChangeBuildsANewIndexWhileSearchesSeeTheOldOneWhole(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newMutableSite(t)
