@@ -5,30 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/internal/fakeclock"
 )
 
-// clock is an injected time source; tests move it instead of sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newClock is the tests' injected time source; they move it instead of sleeping.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 func policy(parallel int, delay time.Duration) func(string) HostPolicy {
 	return func(string) HostPolicy { return HostPolicy{MaxParallel: parallel, Delay: delay} }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
@@ -48,7 +49,7 @@ func series(name string, labels ...string) string {
 func TestMetricsScrapedAfterACrawlEqualTheReport(t *testing.T) {
 	site := mixedSite(t)
 	cfg := fileConfig(t, site.URL)
-	c := newCrawler(t, cfg)
+	c := crawltest.New(t, cfg)
 	report, m := crawlWithMetrics(t, c, []string{"site"})
 	states := monitor.NewStates(c.Frontier(), cfg)
 	m.WatchFrontier(states, c.Frontier())
@@ -131,7 +132,7 @@ func TestMetricsOfACrawlIntoElasticsearchCountWritesAndBulkRequests(t *testing.T
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := mixedSite(t)
-	cfg := loadConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch:
   addresses: [%q]
   index: %s
@@ -145,7 +146,7 @@ sources:
 	m := monitor.NewMetrics("test", []string{"site"})
 	var reports []*provider.Report
 	for range 2 {
-		c := newCrawler(t, cfg)
+		c := crawltest.New(t, cfg)
 		c.SetObserver(m)
 		r, err := c.Crawl(context.Background())
 		if err != nil {
@@ -215,7 +216,7 @@ func BenchmarkCrawlDemoSite(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				cfg := fileConfig(b, site.URL)
-				c := newCrawler(b, cfg)
+				c := crawltest.New(b, cfg)
 				if observe {
 					c.SetObserver(monitor.NewMetrics("bench", []string{"site"}))
 				}
@@ -257,7 +258,7 @@ func TestElasticsearchRetriesAndBulkFailuresAreCountedPerSource(t *testing.T) {
 	}))
 	defer front.Close()
 	site := mixedSite(t)
-	cfg := loadConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch:
   addresses: [%q]
   index: %s
@@ -268,7 +269,7 @@ sources:
   - name: site
     start_urls: [%q]
 `, front.URL, index, site.URL+"/"))
-	c := newCrawler(t, cfg)
+	c := crawltest.New(t, cfg)
 	report, m := crawlWithMetrics(t, c, []string{"site"})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

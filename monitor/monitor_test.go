@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
-	"github.com/crawlspace/crawlspace/provider"
 )
 
 // mixedSite serves pages with every kind of outcome: good pages, a 404, a
@@ -52,24 +50,9 @@ func mixedSite(t testing.TB) *httptest.Server {
 	return srv
 }
 
-func loadConfig(t testing.TB, yaml string) *config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "crawlspace.yaml")
-	yaml = "state_dir: " + filepath.Join(dir, "state") + "\n" + yaml
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatalf("config:\n%v", err)
-	}
-	return cfg
-}
-
 func fileConfig(t testing.TB, site string) *config.Config {
 	dir := t.TempDir()
-	return loadConfig(t, fmt.Sprintf(`
+	return crawltest.Config(t, fmt.Sprintf(`
 output: {file: %s}
 allow_private_networks: true
 sources:
@@ -77,11 +60,6 @@ sources:
     start_urls: [%q]
     max_age: 1h
 `, filepath.Join(dir, "docs.ndjson"), site+"/"))
-}
-
-func newCrawler(t testing.TB, cfg *config.Config) *provider.Crawler {
-	t.Helper()
-	return crawltest.New(t, cfg)
 }
 
 // scrape reads a Prometheus text exposition into series → value, the

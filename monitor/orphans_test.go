@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/monitor"
 )
 
@@ -34,7 +35,7 @@ func TestOrphanGaugesEqualTheReportOfTheCycleThatFoundThem(t *testing.T) {
 	site := httptest.NewServer(mux)
 	defer site.Close()
 	cfg := fileConfig(t, site.URL)
-	c := newCrawler(t, cfg)
+	c := crawltest.New(t, cfg)
 	m := monitor.NewMetrics("test", []string{"site"})
 	c.SetObserver(m)
 	if _, err := c.Crawl(context.Background()); err != nil {

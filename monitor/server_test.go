@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 )
@@ -35,7 +36,7 @@ func get(t *testing.T, url string) (string, http.Header) {
 func TestStatusPageShowsProgressTheLastCycleReasonsAndWhatIsDue(t *testing.T) {
 	site := mixedSite(t)
 	cfg := fileConfig(t, site.URL)
-	c := newCrawler(t, cfg)
+	c := crawltest.New(t, cfg)
 	m := monitor.NewMetrics("v1.2.3", []string{"site"})
 	c.SetObserver(m)
 	report, err := c.Crawl(context.Background())

@@ -2,34 +2,17 @@ package monitor
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/fakeclock"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 func TestStatesCountURLsByStateReasonAndAgedChecksDue(t *testing.T) {
 	now := time.Now()
-	clk := &fakeClock{t: now.Add(-2 * time.Hour)}
+	clk := fakeclock.New(now.Add(-2 * time.Hour))
 	f, err := frontier.Open(t.TempDir(), frontier.Options{Now: clk.Now, Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 4} }})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +85,7 @@ func TestStatesRecountOnlyWhenStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	clk := &fakeClock{t: time.Unix(1000, 0)}
+	clk := fakeclock.New(time.Unix(1000, 0))
 	s := NewStates(f, &config.Config{})
 	s.now = clk.Now
 	old := &Snapshot{At: clk.Now(), Took: time.Second, Sources: map[string]*SourceState{}}

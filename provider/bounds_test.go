@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -30,6 +31,7 @@ const atMaxima = `
 // worker pool). fetch.concurrency and fetch.max_body_bytes are tried each
 // at its maximum, with the other as large as their product allows.
 func TestConfigAtTheMaximaBuildsACrawlerThatCrawls(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	const limits = "connect_timeout: 10m, response_header_timeout: 1h, timeout: 2h, max_redirects: 100, max_links_per_page: 100000"
 	for _, tc := range []struct{ name, fetch string }{
@@ -43,7 +45,7 @@ func TestConfigAtTheMaximaBuildsACrawlerThatCrawls(t *testing.T) {
 			// after (TestRobotsTxtIsARequestThePolitenessDelayFollows): not read here.
 			// Shards and replicas stay what the one test node can hold: 1024
 			// shards and 64 replicas are Elasticsearch's to refuse, not ours.
-			cfg := parseConfig(t, fmt.Sprintf(`
+			cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, shards: 1, replicas: 0, bulk_flush_bytes: 64MiB, bulk_flush_interval: 1h, bulk_workers: 64, request_timeout: 10m}
 allow_private_networks: true
 fetch: %s

@@ -17,10 +17,9 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/hostile"
 	"github.com/crawlspace/crawlspace/provider"
-	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // trapSite serves trap on loopback. A crawl that never ends must fail, not
@@ -44,15 +43,7 @@ func trapSite(t *testing.T, trap *hostile.Trap, stop int64) (*httptest.Server, c
 // as one `crawlspace crawl` does, and checks that it ended by itself.
 func crawlUntilItEnds(t *testing.T, ctx context.Context, cfg *config.Config, log *syncBuffer) (*provider.Report, *provider.Crawler) {
 	t.Helper()
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewTextHandler(log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(log, nil)))
 	report, err := c.Crawl(ctx)
 	if ctx.Err() != nil {
 		t.Fatalf("the crawl did not end by itself: stopped after the trap served its last page (report: fetched %d, reasons %v)",
@@ -79,7 +70,7 @@ func storeCounts(t *testing.T, front *frontier.Frontier, source string) (int, ma
 }
 
 func trapConfig(t *testing.T, url, budget string) *config.Config {
-	return parseConfig(t, fmt.Sprintf(`
+	return crawltest.Config(t, fmt.Sprintf(`
 output: {file: %s}
 allow_private_networks: true
 sources:
@@ -90,6 +81,7 @@ sources:
 }
 
 func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	const urls, pages, links = 300, 100, 10
 	trap := &hostile.Trap{Seed: 1, Links: links}
 	site, ctx := trapSite(t, trap, 50*pages)
@@ -152,6 +144,7 @@ func TestTrapCrawlStopsAtItsBudgetsAndSaysWhy(t *testing.T) {
 // Refused URLs are records too: a trap linking to ever new sites fills the
 // store with them unless the source's budget counts them.
 func TestRefusedURLsPastTheSourceBudgetAreCountedNotStored(t *testing.T) {
+	t.Parallel()
 	const urls, pages = 200, 50
 	trap := &hostile.Trap{Seed: 2, Links: 3, Offsite: 7}
 	site, ctx := trapSite(t, trap, 50*pages)

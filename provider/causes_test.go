@@ -3,7 +3,6 @@ package provider_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -16,10 +15,9 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/hostile"
 	"github.com/crawlspace/crawlspace/provider"
-	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // logBuffer keeps the crawler's JSON log lines.
@@ -54,18 +52,11 @@ func (l *logBuffer) lines(t *testing.T, msg, u string) []map[string]any {
 }
 
 // crawlLogged runs one cycle with the crawler logging JSON at info level.
-func crawlLogged(t *testing.T, cfg *config.Config) (*provider.Crawler, *provider.Report, *logBuffer) {
+func crawlLogged(t *testing.T, cfg *config.Config, tm provider.Timing) (*provider.Crawler, *provider.Report, *logBuffer) {
 	t.Helper()
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &logBuffer{}
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewJSONHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	provider.SetTiming(c, tm)
 	return c, again(t, c), logs
 }
 
@@ -147,7 +138,7 @@ func resetConnection(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RetryBase: 10 * time.Millisecond})
+	t.Parallel()
 	site := newSite(t)
 	drip := &hostile.Drip{Head: "<html><title>drip</title>", Every: 20 * time.Millisecond}
 	site.handle("/drip.html", drip.ServeHTTP)
@@ -160,7 +151,7 @@ func TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory(t *test
 	site.html("/", "home", links("/drip.html", "/reset.html", "/busy.html"))
 	cfg, _ := testConfig(t, "fetch: {timeout: 300ms}", "max_temporary_errors: 2\nrobots: {obey: false}", site.URL+"/", refused)
 
-	c, report, logs := crawlLogged(t, cfg)
+	c, report, logs := crawlLogged(t, cfg, provider.Timing{RetryBase: 10 * time.Millisecond})
 
 	wantCause(t, c, report, logs, site.URL+"/drip.html", "timeout", "timeout", 2)
 	wantCause(t, c, report, logs, site.URL+"/reset.html", "connection_reset", "connection reset", 2)
@@ -169,7 +160,7 @@ func TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory(t *test
 }
 
 func TestUnavailableRobotsTxtGivesItsCauseToTheLogTheReportAndTheHistory(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	t.Parallel()
 	failing, dripping := newSite(t), newSite(t)
 	failing.status("/robots.txt", http.StatusInternalServerError)
 	drip := &hostile.Drip{Head: "User-agent: *\n", Every: 20 * time.Millisecond, ContentType: "text/plain"}
@@ -187,7 +178,7 @@ func TestUnavailableRobotsTxtGivesItsCauseToTheLogTheReportAndTheHistory(t *test
 	}
 	cfg, _ := testConfig(t, "fetch: {timeout: 300ms}", "max_temporary_errors: 2", starts...)
 
-	c, report, logs := crawlLogged(t, cfg)
+	c, report, logs := crawlLogged(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	for _, u := range starts[2:] {
 		wantCause(t, c, report, logs, u, "robots_unavailable", "HTTP 500", 2)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,33 +39,10 @@ func serveDemoSite(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func parseConfig(t *testing.T, yaml string) *config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "crawlspace.yaml")
-	if !strings.Contains(yaml, "\nstate_dir:") {
-		yaml = "state_dir: " + filepath.Join(dir, "state") + "\n" + yaml
-	}
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatalf("config:\n%v", err)
-	}
-	return cfg
-}
-
-// crawlerFor builds the crawler the way `crawlspace crawl` does.
-func crawlerFor(t *testing.T, cfg *config.Config) *provider.Crawler {
-	t.Helper()
-	return crawltest.New(t, cfg)
-}
-
 // crawl runs one cycle the way `crawlspace crawl` does, closing the crawler after it.
 func crawl(t *testing.T, cfg *config.Config) *provider.Report {
 	t.Helper()
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	report, err := c.Crawl(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -89,10 +65,11 @@ func expectedIDs(base string) []string {
 func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func TestCrawlIntoElasticsearchIndexesExactlyTheReachablePages(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := serveDemoSite(t)
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch:
   addresses: [%q]
   index: %s
@@ -178,9 +155,10 @@ func searchAll(t *testing.T, esURL, index string) map[string]*docfields.Document
 }
 
 func TestCrawlIntoFileSinkWritesOneBulkActionPerReachablePage(t *testing.T) {
+	t.Parallel()
 	site := serveDemoSite(t)
 	out := filepath.Join(t.TempDir(), "docs.ndjson")
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 output: {file: %q}
 allow_private_networks: true
 sources:
@@ -210,7 +188,8 @@ sources:
 }
 
 func TestLoopbackStartURLIsAConfigErrorUnlessPrivateNetworksAreAllowed(t *testing.T) {
-	cfg := parseConfig(t, `
+	t.Parallel()
+	cfg := crawltest.Config(t, `
 sources:
   - name: demo
     start_urls: ["http://127.0.0.1:9/"]
@@ -222,6 +201,7 @@ sources:
 }
 
 func TestCrawlRefusesANameResolvingToLoopbackUnlessConfigAllowsPrivateNetworks(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -230,7 +210,7 @@ func TestCrawlRefusesANameResolvingToLoopbackUnlessConfigAllowsPrivateNetworks(t
 	defer srv.Close()
 	// The name is only known to be loopback once resolved, so the dialer must refuse it.
 	start := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/"
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 output: {file: %q}
 sources:
   - name: demo
@@ -248,6 +228,7 @@ sources:
 }
 
 func TestCrawlKeepsRequestsPerHostWithinMaxParallel(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	inflight, peak := 0, 0
 	const pages = 40
@@ -276,7 +257,7 @@ func TestCrawlKeepsRequestsPerHostWithinMaxParallel(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 output: {file: %q}
 allow_private_networks: true
 fetch: {concurrency: 16}

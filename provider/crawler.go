@@ -70,6 +70,36 @@ type Crawler struct {
 	robotsMu   sync.Mutex
 	// fetchers is the fetch layer of every source, in config order.
 	fetchers fetch.Set
+	// timing holds the crawler's waits; a crawler of its own lets a test
+	// shorten them without slowing or racing another test.
+	timing timing
+}
+
+// timing holds how long a crawler waits, for what.
+type timing struct {
+	// Temporary failures back a host off for retryBase << attempts, at
+	// most retryMax.
+	retryBase, retryMax time.Duration
+	// robotsRetry is the first wait before an unreachable robots.txt is
+	// fetched again; zero keeps the robots cache's default.
+	robotsRetry time.Duration
+	// checkpoint is how often a running crawl re-reads the reject lists.
+	checkpoint time.Duration
+	// closeGrace is how long Close lets the sink land the writes it holds
+	// before leaving them pending: a stop must not wait on a stalled node.
+	closeGrace time.Duration
+	// flushWait is how long a cycle whose fetching is done waits for its
+	// writes to land before it ends in error, unpublished, leaving them
+	// pending.
+	flushWait time.Duration
+}
+
+var defaultTiming = timing{
+	retryBase:  2 * time.Second,
+	retryMax:   10 * time.Minute,
+	checkpoint: 30 * time.Second,
+	closeGrace: 10 * time.Second,
+	flushWait:  5 * time.Minute,
 }
 
 // SinkOpener opens the sink documents go to; onResult must receive every
@@ -83,7 +113,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		log = slog.Default()
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log,
-		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent)}
+		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming}
 	c.report.Store(NewReport(""))
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
@@ -94,7 +124,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		c.order = append(c.order, src)
 		c.fetchers = append(c.fetchers, src.fetch)
 	}
-	c.robots = robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: cfg.UserAgent, RetryMin: robotsRetryMin})
+	c.robots = c.newRobots()
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
 		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 	if err != nil {
@@ -133,21 +163,18 @@ func (c *Crawler) warnings(report *Report) {
 	}
 }
 
-// closeGrace is how long Close lets the sink land the writes it holds
-// before leaving them pending: a stop must not wait on a stalled node.
-var closeGrace = 10 * time.Second
-
-// flushWait is how long a cycle whose fetching is done waits for its
-// writes to land before it ends in error, unpublished, leaving them
-// pending.
-var flushWait = 5 * time.Minute
+// newRobots is the crawler's robots.txt cache, fetching through the
+// sources' fetch layers.
+func (c *Crawler) newRobots() *robots.Cache {
+	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry})
+}
 
 // Close flushes and closes the sink, within closeGrace, and closes the
 // state store; writes that have not landed stay pending for the next
 // start. Later calls return the first call's result.
 func (c *Crawler) Close() error {
 	c.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), c.timing.closeGrace)
 		defer cancel()
 		c.closeErr = c.writes.close(ctx)
 		if err := c.bolt.Close(); c.closeErr == nil {
@@ -235,7 +262,7 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	// stop or an outage that outlasts flushWait ends it unpublished, its
 	// writes pending for the next one.
 	// The cycle's writes are recorded before it counts as done.
-	flushCtx, cancel := context.WithTimeout(ctx, flushWait)
+	flushCtx, cancel := context.WithTimeout(ctx, c.timing.flushWait)
 	defer cancel()
 	if ferr := c.writes.settle(flushCtx); ferr != nil && err == nil {
 		err = fmt.Errorf("sink: %w; the index is not published", ferr)
@@ -481,14 +508,6 @@ func (c *Crawler) robotsPause(hostKey string) bool {
 	return false
 }
 
-// checkpointEvery is how often a running crawl re-reads the reject lists
-// (a variable only so tests can shorten it).
-var checkpointEvery = 30 * time.Second
-
-// robotsRetryMin is the first wait before an unreachable robots.txt is
-// fetched again; zero keeps the robots cache's default. Tests shorten it.
-var robotsRetryMin time.Duration
-
 // checkpoint re-reads the reject lists; when one changed, queued URLs that
 // now fall outside the crawl space are dropped with their reason.
 func (c *Crawler) checkpoint() error {
@@ -581,7 +600,7 @@ func (c *Crawler) work(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() {
-		t := time.NewTicker(checkpointEvery)
+		t := time.NewTicker(c.timing.checkpoint)
 		defer t.Stop()
 		for {
 			select {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
@@ -20,6 +21,7 @@ import (
 // proxy whose URL carries a password and that refuses every request: the
 // failure is logged, reported and stored, the password nowhere.
 func TestFetchThroughAProxyWithCredentialsLogsNoPassword(t *testing.T) {
+	t.Parallel()
 	const secret = "pr0xy-S3cret"
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "who are you", http.StatusProxyAuthRequired)
@@ -27,15 +29,8 @@ func TestFetchThroughAProxyWithCredentialsLogsNoPassword(t *testing.T) {
 	defer proxy.Close()
 	proxyURL := strings.Replace(proxy.URL, "http://", "http://crawler:"+secret+"@", 1)
 	cfg, _ := testConfig(t, fmt.Sprintf("fetch: {proxy: %q}", proxyURL), "robots: {obey: false}", "https://intranet.example/")
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log syncBuffer
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	report, err := c.Crawl(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +65,7 @@ func TestFetchThroughAProxyWithCredentialsLogsNoPassword(t *testing.T) {
 // validation, a proxy URL that does not parse: Go's parse error quotes the
 // URL, and the crawler's error must not.
 func TestBadProxyURLIsNamedWithoutItsPassword(t *testing.T) {
+	t.Parallel()
 	const secret = "pr0xy-S3cret"
 	cfg, _ := testConfig(t, "", "", "http://127.0.0.1:9/")
 	cfg.Fetch.Proxy = "http://crawler:" + secret + "@proxy.example:badport"

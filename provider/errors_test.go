@@ -47,6 +47,7 @@ func (s *switchable) handler(title string) http.HandlerFunc {
 }
 
 func TestNotFoundAndGoneDeleteTheIndexedDocumentAtOnce(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newSite(t)
@@ -91,6 +92,7 @@ func TestNotFoundAndGoneDeleteTheIndexedDocumentAtOnce(t *testing.T) {
 }
 
 func TestServerErrorDeletesTheDocumentOnlyWhenItRepeats(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	var flaky switchable
 	site.html("/", "home", links("/flaky.html"))
@@ -127,6 +129,7 @@ func TestServerErrorDeletesTheDocumentOnlyWhenItRepeats(t *testing.T) {
 }
 
 func TestServiceUnavailableWithoutRetryAfterIsAPermanentError(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/down.html"))
 	site.status("/down.html", http.StatusServiceUnavailable)
@@ -144,6 +147,7 @@ func TestServiceUnavailableWithoutRetryAfterIsAPermanentError(t *testing.T) {
 }
 
 func TestTooManyRequestsAndServiceUnavailableWithRetryAfterAreRetriedInTheSameCycle(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/busy.html", "/unavailable.html"))
 	for path, status := range map[string]int{"/busy.html": http.StatusTooManyRequests, "/unavailable.html": http.StatusServiceUnavailable} {
@@ -183,7 +187,7 @@ func TestTooManyRequestsAndServiceUnavailableWithRetryAfterAreRetriedInTheSameCy
 }
 
 func TestConnectionRefusedIsTemporaryAndEndsInErrorAfterMaxTemporaryErrors(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RetryBase: 10 * time.Millisecond})
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", "")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -196,7 +200,7 @@ func TestConnectionRefusedIsTemporaryAndEndsInErrorAfterMaxTemporaryErrors(t *te
 	// postpone the page (robots_unavailable) before the page is tried.
 	cfg, _ := testConfig(t, "", "max_temporary_errors: 4\nrobots: {obey: false}", site.URL+"/", closed)
 
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{RetryBase: 10 * time.Millisecond})
 
 	r := wantState(t, c, closed, frontier.Error, "connection_refused")
 	if r.ErrCount != 1 || r.Indexed {
@@ -209,6 +213,7 @@ func TestConnectionRefusedIsTemporaryAndEndsInErrorAfterMaxTemporaryErrors(t *te
 }
 
 func TestSlowPageBeyondTheTimeoutIsRecordedAsTimeoutAndTheCrawlGoesOn(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -244,6 +249,7 @@ func TestSlowPageBeyondTheTimeoutIsRecordedAsTimeoutAndTheCrawlGoesOn(t *testing
 }
 
 func TestBodyOverMaxBodyBytesIsTooLargeAndNeverIndexed(t *testing.T) {
+	t.Parallel()
 	const limit = 20000
 	site := newSite(t)
 	site.html("/", "home", links("/huge.html", "/huge-chunked.html", "/exact.html"))
@@ -288,6 +294,7 @@ func TestBodyOverMaxBodyBytesIsTooLargeAndNeverIndexed(t *testing.T) {
 }
 
 func TestUnwantedMIMETypeIsRefusedBeforeItsBodyIsDownloaded(t *testing.T) {
+	t.Parallel()
 	const size = 128 << 20
 	site := newSite(t)
 	var mu sync.Mutex
@@ -346,6 +353,7 @@ func TestUnwantedMIMETypeIsRefusedBeforeItsBodyIsDownloaded(t *testing.T) {
 }
 
 func TestAgedCheckSendsTheValidatorsAndANotModifiedKeepsTheDocument(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	const etag, modified = `"v1"`, "Mon, 02 Jan 2006 15:04:05 GMT"
 	site.html("/", "home", links("/page.html"))
@@ -386,6 +394,7 @@ func TestAgedCheckSendsTheValidatorsAndANotModifiedKeepsTheDocument(t *testing.T
 }
 
 func TestNotModifiedToAnUnconditionalRequestIsAPermanentError(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/odd.html"))
 	site.status("/odd.html", http.StatusNotModified)
@@ -400,6 +409,7 @@ func TestNotModifiedToAnUnconditionalRequestIsAPermanentError(t *testing.T) {
 }
 
 func TestTemporaryErrorsDeleteTheDocumentAfterMaxTemporaryErrors(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	var page switchable
 	site.html("/", "home", links("/page.html"))
@@ -426,6 +436,7 @@ func TestTemporaryErrorsDeleteTheDocumentAfterMaxTemporaryErrors(t *testing.T) {
 }
 
 func TestResponseHeaderTimeoutEndsAPageWhoseHeadersNeverCome(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -448,6 +459,7 @@ func TestResponseHeaderTimeoutEndsAPageWhoseHeadersNeverCome(t *testing.T) {
 }
 
 func TestResponseWithoutContentTypeIsJudgedByItsSniffedType(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 2048)...)
 	site.html("/", "home", links("/blob", "/untyped-page"))

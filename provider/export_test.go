@@ -14,21 +14,24 @@ type Timing struct {
 	RetryBase   time.Duration // first backoff after a temporary error
 	RobotsRetry time.Duration // first wait before an unreachable robots.txt is tried again
 	Checkpoint  time.Duration // how often a running crawl re-reads its reject lists
+	CloseGrace  time.Duration // how long Close waits for the sink's writes to land
 }
 
-// SetTiming changes the waits until the test ends. Call it before New;
-// tests that use it must not run in parallel.
-func SetTiming(t testing.TB, tm Timing) {
-	old := Timing{retryBase, robotsRetryMin, checkpointEvery}
-	t.Cleanup(func() { retryBase, robotsRetryMin, checkpointEvery = old.RetryBase, old.RobotsRetry, old.Checkpoint })
+// SetTiming changes c's waits. Call it before c's first Crawl; other
+// crawlers keep theirs, so the test may run in parallel.
+func SetTiming(c *Crawler, tm Timing) {
 	if tm.RetryBase > 0 {
-		retryBase = tm.RetryBase
+		c.timing.retryBase = tm.RetryBase
 	}
 	if tm.RobotsRetry > 0 {
-		robotsRetryMin = tm.RobotsRetry
+		c.timing.robotsRetry = tm.RobotsRetry
+		c.robots = c.newRobots()
 	}
 	if tm.Checkpoint > 0 {
-		checkpointEvery = tm.Checkpoint
+		c.timing.checkpoint = tm.Checkpoint
+	}
+	if tm.CloseGrace > 0 {
+		c.timing.closeGrace = tm.CloseGrace
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/provider"
@@ -87,7 +88,7 @@ func TestASecondFormatIsReadByItsOwnExtractorEndToEnd(t *testing.T) {
 
 // The default mime_types are the types of the formats the crawler reads.
 func TestTheDefaultMimeTypesAreTheTypesOfTheFormats(t *testing.T) {
-	cfg := parseConfig(t, "output: {file: out.ndjson}\nsources:\n  - name: s\n    start_urls: [\"https://site.example/\"]\n")
+	cfg := crawltest.Config(t, "output: {file: out.ndjson}\nsources:\n  - name: s\n    start_urls: [\"https://site.example/\"]\n")
 	if got, want := strings.Join(cfg.Sources[0].MimeTypes, ","), strings.Join(provider.FormatTypes(), ","); got != want {
 		t.Errorf("default mime_types %s, formats read %s", got, want)
 	}

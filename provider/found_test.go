@@ -26,6 +26,7 @@ func wantRequested(t *testing.T, site *testSite, want ...string) {
 // not followed. Before, the filter rewrote them first (to /search, /img...),
 // the patterns never matched, and the rewritten URLs were fetched.
 func TestExcludePatternJudgesTheQueryTheFilterDrops(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/search?date=2018-01-01", "/img?OpenImageResource", "/moved", "/about", "/list?sort=asc"))
 	site.redirect("/moved", "/img2?OpenImageResource")
@@ -62,6 +63,7 @@ func TestExcludePatternJudgesTheQueryTheFilterDrops(t *testing.T) {
 // refused as found, with its reason, whatever the query filter would have
 // made of it; before, the filter dropped "test" and file.pl was fetched.
 func TestFollowQueryStringsFalseRefusesFilePlTestAsFound(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/file.pl?test", "/item?id=1", "/plain"))
 	site.html("/file.pl", "script", "")
@@ -88,6 +90,7 @@ func TestFollowQueryStringsFalseRefusesFilePlTestAsFound(t *testing.T) {
 // space is re-applied, and the link is queued as the filter makes it when
 // the page holding it is read again, never fetched as found.
 func TestLinkRefusedAsFoundIsNeverFetchedAsFoundAfterTheConfigChanges(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/search?date=2018-01-01"))
 	site.html("/search", "search", "")
@@ -114,6 +117,7 @@ func TestLinkRefusedAsFoundIsNeverFetchedAsFoundAfterTheConfigChanges(t *testing
 // the query filter, which is for pages, drops page. Before, both children
 // were filtered into the index's own URL and neither was read.
 func TestSitemapsDifferingOnlyByQueryAreEachRead(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.handle("/sitemap.xml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/xml")
@@ -140,6 +144,7 @@ func TestSitemapsDifferingOnlyByQueryAreEachRead(t *testing.T) {
 // filter makes it, and the crawl says so in its report (and log), placed at
 // the start URL's line.
 func TestStartURLTheQueryFilterRewritesIsFetchedRewrittenAndReported(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/list", "list", "")
 	cfg, _ := testConfig(t, "", "", site.URL+"/list?sort=asc")

@@ -96,6 +96,7 @@ sitemap_limits: {max_bytes: %d}`, site.URL+"/sitemap.xml.gz", site.URL+"/feed.xm
 }
 
 func TestContentEncodingThatLiesIsAPermanentErrorAndDeflateIsRead(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	page := "<!doctype html><html><head><title>deflated</title></head><body><p>read whole</p></body></html>"
 	var deflated bytes.Buffer
@@ -142,6 +143,7 @@ func TestContentEncodingThatLiesIsAPermanentErrorAndDeflateIsRead(t *testing.T) 
 }
 
 func TestDeclaredCharsetTheBytesContradictFallsBackToDetectionWithAWarning(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	const title = "Déjà vu à l'école"
 	page := func(extra string) string {

@@ -90,13 +90,6 @@ type end struct {
 	fetched   time.Time
 }
 
-// Temporary failures back a host off for retryBase << attempts, at most
-// retryMax. Variables only so tests can shorten them.
-var (
-	retryBase = 2 * time.Second
-	retryMax  = 10 * time.Minute
-)
-
 // process fetches one leased URL and records its outcome.
 func (c *Crawler) process(ctx context.Context, lease frontier.Lease) {
 	j := &job{c: c, lease: lease, item: lease.Item(), rec: lease.Record()}
@@ -227,7 +220,7 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		// Nothing else is expected here, but a URL given straight back
 		// would be leased again at once: it waits its backoff instead.
 		return end{kind: temporary, reason: "robots_unavailable", detail: err.Error(),
-			until: time.Now().Add(backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
+			until: time.Now().Add(c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
 	}
 	if _, failing := c.robotsDown.Load(hostKey); failing {
 		c.robotsDown.Delete(hostKey)
@@ -247,7 +240,7 @@ func (j *job) failure(err error) end {
 	reason, temp := fetch.Classify(err)
 	if temp {
 		return end{kind: temporary, reason: reason, detail: errCause(err),
-			until: time.Now().Add(backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+			until: time.Now().Add(j.c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
 	}
 	e := end{kind: failed, reason: reason, detail: errCause(err)}
 	if addrErr := (*fetch.AddressError)(nil); errors.As(err, &addrErr) {
@@ -270,7 +263,7 @@ func (j *job) statusError(res *fetch.Response, reason string) end {
 			cause += ", Retry-After: " + ra
 		}
 		return end{kind: temporary, reason: reason, status: status, detail: cause,
-			until: time.Now().Add(retryAfter(h.Get("Retry-After"), j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+			until: time.Now().Add(j.c.timing.retryAfter(h.Get("Retry-After"), j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
 	}
 	return end{kind: httpError, reason: reason, status: status}
 }

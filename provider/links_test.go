@@ -13,6 +13,7 @@ import (
 )
 
 func TestLinksFromBaseHrefFramesIframesAndAreasAreFollowedScriptsAndOtherSchemesAreNot(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.handle("/", htmlHead(`<base href="/sub/">`, `
 <a href="relative.html">relative to base</a>
@@ -44,6 +45,7 @@ func TestLinksFromBaseHrefFramesIframesAndAreasAreFollowedScriptsAndOtherSchemes
 }
 
 func TestOnePageSpeltManyWaysIsFetchedOnce(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	host := site.Listener.Addr().String()
 	site.html("/", "home", links(
@@ -72,6 +74,7 @@ func TestOnePageSpeltManyWaysIsFetchedOnce(t *testing.T) {
 }
 
 func TestQueryFilterMakesAnEndlessCalendarFinite(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.handle("/calendar", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -100,6 +103,7 @@ func TestQueryFilterMakesAnEndlessCalendarFinite(t *testing.T) {
 }
 
 func TestMaxLinkDepthStopsTheCrawlThatManyLinksFromAStartURL(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "start", links("/d1.html"))
 	for i := 1; i < 10; i++ {
@@ -126,6 +130,7 @@ func TestMaxLinkDepthStopsTheCrawlThatManyLinksFromAStartURL(t *testing.T) {
 }
 
 func TestMaxLinksPerPageCapsTheLinksQueuedFromOnePage(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	var paths []string
 	for i := range 30 {
@@ -146,6 +151,7 @@ func TestMaxLinksPerPageCapsTheLinksQueuedFromOnePage(t *testing.T) {
 }
 
 func TestLinksPastMaxLinksPerPageAreAReasonInTheReportAndThePagesHistory(t *testing.T) {
+	t.Parallel()
 	const found = 100000
 	site := newSite(t)
 	var b strings.Builder

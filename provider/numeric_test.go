@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -40,6 +41,7 @@ func countingServer(t *testing.T, addr string) (*httptest.Server, *atomic.Int32)
 }
 
 func TestNumericHostsAreTheLoopbackAddressTheyNameForTheAddressRulesWithoutDNS(t *testing.T) {
+	t.Parallel()
 	target, hits := countingServer(t, "127.0.0.1:0")
 	_, port, _ := net.SplitHostPort(target.Listener.Addr().String())
 	// 2130706433, 0x7f.1, 0177.0.0.1 and 127.1 are all 127.0.0.1.
@@ -47,7 +49,7 @@ func TestNumericHostsAreTheLoopbackAddressTheyNameForTheAddressRulesWithoutDNS(t
 
 	t.Run("a start URL is refused as a private address unless allowed", func(t *testing.T) {
 		for _, host := range numeric {
-			cfg := parseConfig(t, fmt.Sprintf("output: {file: %q}\nsources:\n  - name: s\n    start_urls: [\"http://%s:%s/\"]\n",
+			cfg := crawltest.Config(t, fmt.Sprintf("output: {file: %q}\nsources:\n  - name: s\n    start_urls: [\"http://%s:%s/\"]\n",
 				filepath.Join(t.TempDir(), "out.ndjson"), host, port))
 			if _, err := rules.Compile(cfg); err == nil || !strings.Contains(err.Error(), "forbidden_address") {
 				t.Errorf("start URL on host %s: want a forbidden_address config error, got %v", host, err)

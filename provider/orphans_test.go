@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/provider"
 )
@@ -107,7 +108,7 @@ func unlinkCAndD(site *mutableSite) {
 
 func orphanConfig(t *testing.T, esURL, index, start, maxAge, policy, extra string) *provider.Crawler {
 	t.Helper()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
 allow_private_networks: true
 sources:
@@ -116,7 +117,7 @@ sources:
     max_age: %s
     orphans: %s
 %s`, esURL, index, start, maxAge, policy, extra))
-	return crawlerFor(t, cfg)
+	return crawltest.New(t, cfg)
 }
 
 // orphanEvents are the reasons of a URL's orphan events, oldest first.
@@ -147,6 +148,7 @@ func wantIndexed(t *testing.T, esURL, index, base string, want ...string) {
 func letMaxAgePass() { time.Sleep(5 * time.Millisecond) }
 
 func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "keep", "")
@@ -209,6 +211,7 @@ func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
 }
 
 func TestOrphansRecheckFetchesEachOrphanOnceAndDeletesTheOnesGone(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	// A long max_age: only the start URL is visited again, so only the
@@ -261,6 +264,7 @@ func TestOrphansRecheckFetchesEachOrphanOnceAndDeletesTheOnesGone(t *testing.T) 
 }
 
 func TestOrphansDeletePolicyDeletesThemUntilALinkBringsThemBack(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
@@ -303,6 +307,7 @@ func TestOrphansDeletePolicyDeletesThemUntilALinkBringsThemBack(t *testing.T) {
 }
 
 func TestDeletedOrphanReachedAgainThroughStoredLinksIsIndexedAgain(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site := newMutableSite(t)
 	site.set("/", "Home", "Welcome.", "/hub")
@@ -337,6 +342,7 @@ func TestDeletedOrphanReachedAgainThroughStoredLinksIsIndexedAgain(t *testing.T)
 }
 
 func TestPageListedInASitemapIsNoOrphanEvenWhenTheSitemapCannotBeRead(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site := newMutableSite(t)
 	site.set("/", "Home", "Welcome.", "/a")
@@ -370,6 +376,7 @@ func TestPageListedInASitemapIsNoOrphanEvenWhenTheSitemapCannotBeRead(t *testing
 }
 
 func TestInterruptedCrawlDeletesNoOrphan(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
@@ -407,6 +414,7 @@ func TestInterruptedCrawlDeletesNoOrphan(t *testing.T) {
 }
 
 func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	c := orphanConfig(t, esURL, index, door.URL+"/", "1ms", "delete", "")
@@ -453,6 +461,7 @@ func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.
 }
 
 func TestOrphansFoundWhenEveryPageIsReadWholeAgain(t *testing.T) {
+	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
 	site.mu.Lock()

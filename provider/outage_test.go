@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 )
 
 // outagePort is the HTTP port of the node this test stops and starts; it
@@ -34,6 +35,7 @@ func esScript(t *testing.T, verb string) (string, error) {
 // with the harness script while a crawl is writing to it and starts it
 // again: the crawl ends with every page indexed once, under its own id.
 func TestElasticsearchStoppedMidCrawlDelaysDocumentsAndLosesNone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and stops its own Elasticsearch node")
 	}
@@ -79,7 +81,7 @@ func TestElasticsearchStoppedMidCrawlDelaysDocumentsAndLosesNone(t *testing.T) {
 		fmt.Fprintf(w, "<title>%s</title><p>page %s</p>", r.URL.Path, r.URL.Path)
 	}))
 	defer site.Close()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 100ms}
 allow_private_networks: true
 fetch: {concurrency: 2}

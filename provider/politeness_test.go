@@ -34,6 +34,7 @@ func startTimes(t *testing.T, site *testSite, paths ...string) []time.Time {
 }
 
 func TestPolitenessDelaySpacesTheRequestsToAHost(t *testing.T) {
+	t.Parallel()
 	const delay = 50 * time.Millisecond
 	site := newSite(t)
 	pages := pagePaths("/p", 5)
@@ -54,6 +55,7 @@ func TestPolitenessDelaySpacesTheRequestsToAHost(t *testing.T) {
 }
 
 func TestRetryAfterBacksTheWholeHostOff(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	pages := pagePaths("/p", 4)
 	site.html("/", "home", links(append([]string{"/busy.html"}, pages...)...))
@@ -88,6 +90,7 @@ func TestRetryAfterBacksTheWholeHostOff(t *testing.T) {
 }
 
 func TestHostInItsDelayDoesNotHoldUpTheOtherHosts(t *testing.T) {
+	t.Parallel()
 	slow, fast := newSite(t), newSite(t)
 	slowPages, fastPages := pagePaths("/s", 8), pagePaths("/f", 8)
 	slow.html("/", "slow", links(slowPages...))
@@ -112,6 +115,7 @@ func TestHostInItsDelayDoesNotHoldUpTheOtherHosts(t *testing.T) {
 }
 
 func TestGlobalConcurrencyBoundsRequestsAcrossHosts(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	inflight, peak := 0, 0
 	hold := func(w http.ResponseWriter, r *http.Request) {
@@ -152,6 +156,7 @@ func TestGlobalConcurrencyBoundsRequestsAcrossHosts(t *testing.T) {
 }
 
 func TestRobotsTxtIsARequestThePolitenessDelayFollows(t *testing.T) {
+	t.Parallel()
 	// A start host's robots.txt is read before the cycle leases anything, another host's
 	// when its first URL is leased: either way it is a load from the host, and the host's
 	// next request waits the delay after it.

@@ -219,27 +219,27 @@ const reasonRecordFailed = "record_failed"
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), falling
 // back to the backoff for the attempt.
-func retryAfter(v string, attempts int) time.Duration {
+func (tm timing) retryAfter(v string, attempts int) time.Duration {
 	if v = strings.TrimSpace(v); v != "" {
 		secs, err := strconv.ParseUint(v, 10, 63)
 		switch {
 		case err == nil:
 			// Compared in seconds: a huge value would overflow a Duration
 			// into the past, and the host would be asked again at once.
-			return time.Duration(min(secs, uint64(retryMax/time.Second))) * time.Second
+			return time.Duration(min(secs, uint64(tm.retryMax/time.Second))) * time.Second
 		case errors.Is(err, strconv.ErrRange):
-			return retryMax // delay-seconds too long to hold: wait as long as we ever do
+			return tm.retryMax // delay-seconds too long to hold: wait as long as we ever do
 		}
 		if t, err := http.ParseTime(v); err == nil {
-			return min(max(time.Until(t), 0), retryMax)
+			return min(max(time.Until(t), 0), tm.retryMax)
 		}
 	}
-	return backoff(attempts)
+	return tm.backoff(attempts)
 }
 
-func backoff(attempts int) time.Duration {
+func (tm timing) backoff(attempts int) time.Duration {
 	// A count read from a damaged record may be anything: clamp it.
-	return min(retryBase<<min(max(attempts, 0), 12), retryMax)
+	return min(tm.retryBase<<min(max(attempts, 0), 12), tm.retryMax)
 }
 
 // robotsOutage counts the failed robots.txt fetches of a host since it was

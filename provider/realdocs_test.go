@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -22,6 +23,7 @@ const policyDocs = "/usr/share/doc/debian-policy/policy.html"
 // documentation site nobody wrote for crawlspace (Sphinx's templates, its
 // genindex and search pages, _static assets) into the real node.
 func TestCrawlOfARealDocumentationSiteIndexesEveryPageWithItsOwnTitle(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(filepath.Join(policyDocs, "index.html")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("debian-policy must be installed in CI (scripts/test installs it): %v", err)
@@ -32,7 +34,7 @@ func TestCrawlOfARealDocumentationSiteIndexesEveryPageWithItsOwnTitle(t *testing
 	index := estest.Index(t)
 	site := httptest.NewServer(http.FileServer(http.Dir(policyDocs)))
 	defer site.Close()
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
 allow_private_networks: true
 sources:

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRedirectChainIndexesOneDocumentAtTheFinalURL(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.redirect("/a", "/b")
 	site.handle("/b", func(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +41,7 @@ func TestRedirectChainIndexesOneDocumentAtTheFinalURL(t *testing.T) {
 }
 
 func TestRedirectLoopEndsWithoutADocument(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.redirect("/a", "/b")
 	site.redirect("/b", "/a")
@@ -67,6 +69,7 @@ func TestRedirectLoopEndsWithoutADocument(t *testing.T) {
 }
 
 func TestRedirectChainLongerThanMaxRedirectsStopsWithTooManyRedirects(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	for i := range 10 {
 		site.redirect(fmt.Sprintf("/r%d", i), fmt.Sprintf("/r%d", i+1))
@@ -99,6 +102,7 @@ func TestRedirectChainLongerThanMaxRedirectsStopsWithTooManyRedirects(t *testing
 }
 
 func TestRedirectToAURLOutsideTheCrawlSpaceIsNotFetched(t *testing.T) {
+	t.Parallel()
 	site, other := newSite(t), newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /secret\n")
 	site.html("/", "home", links("/to-excluded", "/to-robots", "/to-offsite"))
@@ -143,6 +147,7 @@ func TestRedirectToAURLOutsideTheCrawlSpaceIsNotFetched(t *testing.T) {
 }
 
 func TestCredentialsAndCustomHeadersAreNotSentToAnotherHostAfterARedirect(t *testing.T) {
+	t.Parallel()
 	site, other := newSite(t), newSite(t)
 	site.html("/", "home", links("/away"))
 	site.redirect("/away", other.URL+"/landing.html")
@@ -182,6 +187,7 @@ headers: {X-Token: t0ken}`, site.URL+"/sitemap.xml"), site.URL+"/")
 }
 
 func TestCanonicalLinkToAnotherPageOfTheSiteLeavesOneDocument(t *testing.T) {
+	t.Parallel()
 	site, other := newSite(t), newSite(t)
 	site.html("/", "home", links("/print.html", "/offsite-canonical.html", "/excluded-canonical.html"))
 	site.handle("/print.html", htmlHead(`<link rel="canonical" href="/article.html">`, "print"))
@@ -219,6 +225,7 @@ func TestCanonicalLinkToAnotherPageOfTheSiteLeavesOneDocument(t *testing.T) {
 }
 
 func TestRedirectToAMalformedURLIsAPermanentError(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/bad-location", "/no-location"))
 	site.handle("/bad-location", func(w http.ResponseWriter, r *http.Request) {

@@ -41,7 +41,7 @@ func rejectSite(t *testing.T, rejectList string, armed *atomic.Bool) (*testSite,
 }
 
 func TestRejectListEditedDuringACrawlDropsTheQueuedURLsItNowMatches(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{Checkpoint: 5 * time.Millisecond})
+	t.Parallel()
 	rejectList := filepath.Join(t.TempDir(), "reject.txt")
 	if err := os.WriteFile(rejectList, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestRejectListEditedDuringACrawlDropsTheQueuedURLsItNowMatches(t *testing.T
 	cfg, out := testConfig(t, "fetch: {concurrency: 1}",
 		fmt.Sprintf("reject_list: %q\npoliteness: {max_parallel_per_host: 1}", rejectList), site.URL+"/")
 
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{Checkpoint: 5 * time.Millisecond})
 
 	for _, p := range b {
 		r := wantState(t, c, site.URL+p, frontier.Excluded, "rejected")
@@ -73,7 +73,7 @@ func TestRejectListEditedDuringACrawlDropsTheQueuedURLsItNowMatches(t *testing.T
 }
 
 func TestRejectListEditedDuringACrawlDeletesTheDocumentsOfQueuedURLsItNowMatches(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{Checkpoint: 5 * time.Millisecond})
+	t.Parallel()
 	rejectList := filepath.Join(t.TempDir(), "reject.txt")
 	if err := os.WriteFile(rejectList, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestRejectListEditedDuringACrawlDeletesTheDocumentsOfQueuedURLsItNowMatches
 	cfg, out := testConfig(t, "fetch: {concurrency: 1}",
 		fmt.Sprintf("reject_list: %q\nmax_age: 1ns\npoliteness: {max_parallel_per_host: 1}", rejectList), site.URL+"/")
 
-	c, _ := crawlKeep(t, cfg)
+	c, _ := crawlTimed(t, cfg, provider.Timing{Checkpoint: 5 * time.Millisecond})
 	for _, p := range b {
 		if r := record(t, c, site.URL+p); !r.Indexed {
 			t.Fatalf("first cycle did not index %s", p)

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
 func TestSummaryOfAFailedCycleSaysItFailedAndWhy(t *testing.T) {
+	t.Parallel()
 	r := provider.NewReport("file out.ndjson")
 	r.Finish(errors.New("state store /var/lib/crawlspace: no space left on device"))
 	var out bytes.Buffer
@@ -38,6 +40,7 @@ func TestSummaryOfAFailedCycleSaysItFailedAndWhy(t *testing.T) {
 }
 
 func TestSummaryOfAnInterruptedCrawlSaysItResumesOnTheNextStart(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	started := make(chan struct{})
 	release := make(chan struct{})
@@ -48,7 +51,7 @@ func TestSummaryOfAnInterruptedCrawlSaysItResumesOnTheNextStart(t *testing.T) {
 		htmlPage("slow", "")(w, r)
 	})
 	cfg, _ := testConfig(t, "", "", site.URL+"/")
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel(); close(release) }()
 	report, err := c.Crawl(ctx)
@@ -66,6 +69,7 @@ func TestSummaryOfAnInterruptedCrawlSaysItResumesOnTheNextStart(t *testing.T) {
 }
 
 func TestSummaryOfACompletedCrawlSaysItFinished(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", "")
 	cfg, _ := testConfig(t, "", "", site.URL+"/")
@@ -81,6 +85,7 @@ func TestSummaryOfACompletedCrawlSaysItFinished(t *testing.T) {
 }
 
 func TestStoppedCrawlAbandonsAPageThatNeverAnswersAndLeavesItQueued(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	asked := make(chan struct{})
 	var once sync.Once
@@ -91,7 +96,7 @@ func TestStoppedCrawlAbandonsAPageThatNeverAnswersAndLeavesItQueued(t *testing.T
 	})
 	// Timeouts far beyond the guard below: only the stop can end the request.
 	cfg, _ := testConfig(t, "fetch: {timeout: 2h, response_header_timeout: 1h}", "", site.URL+"/")
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-asked; cancel() }()
 	done := make(chan error, 1)

@@ -15,6 +15,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -23,6 +24,7 @@ const resumeEnv = "CRAWLSPACE_RESUME_CHILD_CONFIG"
 // TestKilledCrawlChild is the crawl the resume test kills: one cycle of the
 // config named by the environment, in a process of its own.
 func TestKilledCrawlChild(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(resumeEnv)
 	if path == "" {
 		t.Skip("run by TestKilledCrawlResumesWithoutRefetchingWhatWasDoneOrLosingWhatWasQueued")
@@ -31,13 +33,14 @@ func TestKilledCrawlChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	if _, err := c.Crawl(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestKilledCrawlResumesWithoutRefetchingWhatWasDoneOrLosingWhatWasQueued(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(resumeEnv) != "" {
 		t.Skip("in the child")
 	}

@@ -10,9 +10,9 @@ func FuzzRetryAfterIsNeverNegativeNorPastRetryMax(f *testing.F) {
 		f.Add(v, 3)
 	}
 	f.Fuzz(func(t *testing.T, v string, attempts int) {
-		d := retryAfter(v, attempts)
-		if d < 0 || d > retryMax {
-			t.Fatalf("retryAfter(%q, %d) = %s, want within [0, %s]", v, attempts, d, retryMax)
+		d := defaultTiming.retryAfter(v, attempts)
+		if d < 0 || d > defaultTiming.retryMax {
+			t.Fatalf("retryAfter(%q, %d) = %s, want within [0, %s]", v, attempts, d, defaultTiming.retryMax)
 		}
 	})
 }
@@ -21,11 +21,11 @@ func FuzzRetryAfterIsNeverNegativeNorPastRetryMax(f *testing.F) {
 // asked again at once: it waits retryMax instead, as for any long wait.
 func TestRetryAfterPastAnyDurationWaitsRetryMaxInsteadOfNothing(t *testing.T) {
 	for _, v := range []string{"9227000000", "99999999999999999999"} {
-		if got := retryAfter(v, 0); got != retryMax {
-			t.Errorf("retryAfter(%q) = %s, want %s", v, got, retryMax)
+		if got := defaultTiming.retryAfter(v, 0); got != defaultTiming.retryMax {
+			t.Errorf("retryAfter(%q) = %s, want %s", v, got, defaultTiming.retryMax)
 		}
 	}
-	if got := backoff(-6); got != retryBase {
-		t.Errorf("backoff of a damaged count -6 = %s, want %s", got, retryBase)
+	if got := defaultTiming.backoff(-6); got != defaultTiming.retryBase {
+		t.Errorf("backoff of a damaged count -6 = %s, want %s", got, defaultTiming.retryBase)
 	}
 }

@@ -16,6 +16,7 @@ import (
 )
 
 func TestRobotsTxtDisallowedLinkIsExcludedAsRobotsAndNeverRequested(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /private/\n")
 	site.html("/", "home", links("/private/secret.html", "/public.html"))
@@ -42,6 +43,7 @@ func TestRobotsTxtDisallowedLinkIsExcludedAsRobotsAndNeverRequested(t *testing.T
 }
 
 func TestRobotsTxtLongestMatchWinsAndAllowWinsATie(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", strings.Join([]string{
 		"User-agent: *",
@@ -85,6 +87,7 @@ func TestRobotsTxtLongestMatchWinsAndAllowWinsATie(t *testing.T) {
 }
 
 func TestRobotsTxtNotFoundAllowsEverything(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusNotFound)
 	site.html("/", "home", links("/a.html", "/b.html"))
@@ -103,14 +106,14 @@ func TestRobotsTxtNotFoundAllowsEverything(t *testing.T) {
 }
 
 func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 50 * time.Millisecond})
+	t.Parallel()
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusInternalServerError)
 	site.html("/", "home", links("/a.html"))
 	site.html("/a.html", "a", "")
 	cfg, out := testConfig(t, "", "max_temporary_errors: 3", site.URL+"/")
 
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 50 * time.Millisecond})
 
 	if got := site.requested(); !slices.Equal(got, []string{"/robots.txt"}) {
 		t.Errorf("requested %v, want robots.txt only", got)
@@ -136,7 +139,7 @@ func TestRobotsTxtServerErrorFetchesNothingAndEndsInErrorAfterMaxTemporaryErrors
 }
 
 func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	t.Parallel()
 	site := newSite(t)
 	fails := 1
 	site.handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +157,7 @@ func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
 	site.html("/a.html", "a", "")
 	cfg, out := testConfig(t, "", "", site.URL+"/")
 
-	c, _ := crawlKeep(t, cfg)
+	c, _ := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/a.html"); !slices.Equal(got, want) {
 		t.Errorf("indexed %v, want %v", got, want)
@@ -166,6 +169,7 @@ func TestRobotsTxtServerErrorThatRecoversLetsTheCrawlGoOn(t *testing.T) {
 }
 
 func TestRobotsTxtIsFetchedOncePerHostPerCrawl(t *testing.T) {
+	t.Parallel()
 	a, b := newSite(t), newSite(t)
 	for _, site := range []*testSite{a, b} {
 		site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /no\n")
@@ -192,6 +196,7 @@ func TestRobotsTxtIsFetchedOncePerHostPerCrawl(t *testing.T) {
 }
 
 func TestRobotsTxtCrawlDelaySpacesTheRequestsToTheHost(t *testing.T) {
+	t.Parallel()
 	const delay = 100 * time.Millisecond
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nCrawl-delay: 0.1\n")
@@ -224,6 +229,7 @@ func TestRobotsTxtCrawlDelaySpacesTheRequestsToTheHost(t *testing.T) {
 }
 
 func TestRobotsMetaTagsAndHeadersDecideIndexingAndFollowing(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/noindex.html", "/nofollow.html", "/none.html", "/header-noindex.html",
 		"/header-other-agent.html", "/crawlspace-meta.html", "/relnofollow.html"))
@@ -307,6 +313,7 @@ func htmlHead(head, body string) http.HandlerFunc {
 }
 
 func TestRobotsObeyFalseFetchesDisallowedPagesAndWarnsInTheReport(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /\n")
 	site.handle("/", htmlHead(`<meta name="robots" content="noindex, nofollow">`, links("/a.html")))
@@ -327,6 +334,7 @@ func TestRobotsObeyFalseFetchesDisallowedPagesAndWarnsInTheReport(t *testing.T) 
 }
 
 func TestRobotsTxtBadLinesCostOnlyThemselvesAndOurGroupBeatsTheStarGroup(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/robots.txt", "text/plain", strings.Join([]string{
 		"Disallow: /before-any-group", // no User-agent yet: skipped
@@ -355,6 +363,7 @@ func TestRobotsTxtBadLinesCostOnlyThemselvesAndOurGroupBeatsTheStarGroup(t *test
 }
 
 func TestRobotsTxtRedirectIsFollowedToTheRules(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.redirect("/robots.txt", "/moved/robots.txt")
 	site.text("/moved/robots.txt", "text/plain", "User-agent: *\nDisallow: /private\n")
@@ -373,6 +382,7 @@ func TestRobotsTxtRedirectIsFollowedToTheRules(t *testing.T) {
 }
 
 func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	var noindex atomic.Bool
 	site.html("/", "home", links("/page.html"))
@@ -402,7 +412,7 @@ func TestPageThatBecomesNoindexLeavesTheIndex(t *testing.T) {
 }
 
 func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *testing.T) {
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	t.Parallel()
 	site := newSite(t)
 	site.status("/robots.txt", http.StatusBadGateway)
 	var starts []string
@@ -413,7 +423,7 @@ func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *tes
 
 	// Retrying robots.txt for each URL in turn, two per retry wait and the
 	// wait doubling to 30 minutes, would keep this cycle open for hours.
-	c, report := crawlKeep(t, cfg)
+	c, report := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	if got := site.requested(); !slices.Equal(got, []string{"/robots.txt"}) {
 		t.Errorf("requested %v, want robots.txt only", got)
@@ -430,9 +440,7 @@ func TestRobotsTxtDownForGoodEndsEveryURLOfTheHostAfterMaxTemporaryErrors(t *tes
 }
 
 func TestRobotsTxtPastFiveRedirectsOrInALoopIsUnavailableAndAllowsEverythingAsRFC9309Says(t *testing.T) {
-	// Short retries, so the old behaviour (robots_unavailable after
-	// max_temporary_errors retries) fails the test quickly.
-	provider.SetTiming(t, provider.Timing{RobotsRetry: 20 * time.Millisecond})
+	t.Parallel()
 	rules := "User-agent: *\nDisallow: /private\n"
 	chain, loop, five := newSite(t), newSite(t), newSite(t)
 	robots := map[*testSite]*hostile.Redirects{
@@ -450,7 +458,9 @@ func TestRobotsTxtPastFiveRedirectsOrInALoopIsUnavailableAndAllowsEverythingAsRF
 	}
 	cfg, _ := testConfig(t, "", "max_temporary_errors: 3\nstay_on_start_hosts: true", starts...)
 
-	c, report := crawlKeep(t, cfg)
+	// Short retries, so the old behaviour (robots_unavailable after
+	// max_temporary_errors retries) fails the test quickly.
+	c, report := crawlTimed(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 
 	for _, site := range []*testSite{chain, loop} {
 		wantState(t, c, site.URL+"/", frontier.Fetched, "")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -153,9 +154,10 @@ func (l *countingLease) CompleteAsync(o frontier.Outcome, done func(error)) erro
 func (l *countingLease) Release() { l.s.count("Release"); l.Lease.Release() }
 
 func TestCrawlRunsThroughTheStoreInterface(t *testing.T) {
+	t.Parallel()
 	site := serveDemoSite(t)
 	out := filepath.Join(t.TempDir(), "docs.ndjson")
-	cfg := parseConfig(t, fmt.Sprintf(`
+	cfg := crawltest.Config(t, fmt.Sprintf(`
 output: {file: %q}
 allow_private_networks: true
 sources:
@@ -163,7 +165,7 @@ sources:
     start_urls: [%q]
 `, out, site.URL+"/"))
 	counted := &countingStore{calls: map[string]int{}}
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	provider.WrapStore(c, func(s frontier.Store) frontier.Store { counted.store = s; return counted })
 	report, err := c.Crawl(context.Background())
 	if err != nil {

@@ -15,12 +15,11 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
-	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // guard bounds a wait that only a hang makes endless: the test fails
@@ -65,7 +64,7 @@ type faultEnv struct {
 func newFaultEnv(t *testing.T, esExtra, srcExtra string) *faultEnv {
 	t.Helper()
 	e := &faultEnv{index: estest.Index(t), site: faultSite(t), proxy: estest.Proxy(t)}
-	e.cfg = parseConfig(t, fmt.Sprintf(`
+	e.cfg = crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms, bulk_workers: 1%s}
 allow_private_networks: true
 sources:
@@ -189,8 +188,9 @@ func noneLost(t *testing.T, c *provider.Crawler, base string) (pending []string)
 }
 
 func TestBulkItem503IsRetriedUntilItLandsAndTheAliasWaits(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
-	c := crawlerFor(t, e.cfg)
+	c := crawltest.New(t, e.cfg)
 	failing := []string{docfields.ID(e.url("/p3")), docfields.ID(e.url("/p7"))}
 	e.set(t, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, IDs: failing})
 
@@ -217,8 +217,12 @@ func TestBulkItem503IsRetriedUntilItLandsAndTheAliasWaits(t *testing.T) {
 }
 
 func TestCrawlStoppedWhileItemsFailLeavesThemPendingAndTheNextCrawlIndexesThem(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
-	c := crawlerFor(t, e.cfg)
+	c := crawltest.New(t, e.cfg)
+	// The items fail until the test lets them pass: Close need not wait
+	// long for them before leaving them pending.
+	provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 	failing := []string{docfields.ID(e.url("/p3")), docfields.ID(e.url("/p7"))}
 	e.set(t, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, IDs: failing})
 
@@ -231,7 +235,7 @@ func TestCrawlStoppedWhileItemsFailLeavesThemPendingAndTheNextCrawlIndexesThem(t
 		t.Logf("close: %v", err)
 	}
 	// Reopened as a restart would: the writes that never landed are pending.
-	c = crawlerFor(t, e.cfg)
+	c = crawltest.New(t, e.cfg)
 	for _, u := range []string{"/p3", "/p7"} {
 		if r := record(t, c, e.url(u)); r.Pending != "index" {
 			t.Errorf("%s after the stop: %s %q, indexed %v, pending %q; want its index write pending", u, r.State, r.Reason, r.Indexed, r.Pending)
@@ -250,8 +254,9 @@ func TestCrawlStoppedWhileItemsFailLeavesThemPendingAndTheNextCrawlIndexesThem(t
 }
 
 func TestBulkItemMappingErrorIsAnErrorThatStatusAndClearErrorsSeeAndALaterCrawlRetries(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
-	c := crawlerFor(t, e.cfg)
+	c := crawltest.New(t, e.cfg)
 	bad := e.url("/p3")
 	e.set(t, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusBadRequest, IDs: []string{docfields.ID(bad)}})
 
@@ -303,6 +308,7 @@ func TestBulkItemMappingErrorIsAnErrorThatStatusAndClearErrorsSeeAndALaterCrawlR
 }
 
 func TestDeleteFailingWith503IsRetriedAndTheDocumentIsGone(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "max_age: 1ms")
 	c, _ := crawlKeep(t, e.cfg)
 	gone := e.url("/p5")
@@ -330,8 +336,9 @@ func TestDeleteFailingWith503IsRetriedAndTheDocumentIsGone(t *testing.T) {
 }
 
 func TestStalledNodeHoldsTheCrawlUntilItAnswersAndLosesNothing(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, ", request_timeout: 1s", "")
-	c := crawlerFor(t, e.cfg) // the index is created through the healthy proxy
+	c := crawltest.New(t, e.cfg) // the index is created through the healthy proxy
 	e.set(t, faultproxy.Fault{Mode: faultproxy.Stall})
 
 	run := crawlInBackground(context.Background(), c)
@@ -349,8 +356,12 @@ func TestStalledNodeHoldsTheCrawlUntilItAnswersAndLosesNothing(t *testing.T) {
 }
 
 func TestCrawlCancelledDuringAStallReturnsWithItsWritesPendingForTheNextCrawl(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, ", request_timeout: 1s", "")
-	c := crawlerFor(t, e.cfg)
+	c := crawltest.New(t, e.cfg)
+	// The node stalls until the test lets it answer: Close need not wait
+	// long for it before leaving the writes pending.
+	provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 	e.set(t, faultproxy.Fault{Mode: faultproxy.Stall})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -365,7 +376,7 @@ func TestCrawlCancelledDuringAStallReturnsWithItsWritesPendingForTheNextCrawl(t 
 	}
 	// The node recovers; the next start finds the writes pending.
 	e.set(t, faultproxy.Fault{Mode: faultproxy.Pass})
-	c = crawlerFor(t, e.cfg)
+	c = crawltest.New(t, e.cfg)
 	if pending := noneLost(t, c, e.site.URL); len(pending) == 0 {
 		t.Error("no write pending after a crawl stopped while the node stalled")
 	}
@@ -451,18 +462,11 @@ func (s *syncBuffer) lines(msg string) []string {
 }
 
 func TestElasticsearchOutageIsWarnedOnceWithItsErrorAndItsRecoveryLogged(t *testing.T) {
+	t.Parallel()
 	e := newFaultEnv(t, "", "")
 	cfg := e.cfg
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log syncBuffer
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
 	seen := newRetries()
 	c.SetObserver(seen)
 	e.set(t, faultproxy.Fault{Mode: faultproxy.Refuse})

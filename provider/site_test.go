@@ -18,6 +18,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -162,7 +163,7 @@ func testConfig(t *testing.T, global, src string, start ...string) (*config.Conf
 	}
 	fmt.Fprintf(&b, "    start_urls: [%s]\n", strings.Join(quoted, ", "))
 	b.WriteString(indent(src, "    "))
-	return parseConfig(t, b.String()), out
+	return crawltest.Config(t, b.String()), out
 }
 
 func indent(yaml, prefix string) string {
@@ -184,7 +185,15 @@ func indent(yaml, prefix string) string {
 // state_dir again.
 func crawlKeep(t *testing.T, cfg *config.Config) (*provider.Crawler, *provider.Report) {
 	t.Helper()
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
+	return c, again(t, c)
+}
+
+// crawlTimed is crawlKeep with the crawler's waits shortened to tm.
+func crawlTimed(t *testing.T, cfg *config.Config, tm provider.Timing) (*provider.Crawler, *provider.Report) {
+	t.Helper()
+	c := crawltest.New(t, cfg)
+	provider.SetTiming(c, tm)
 	return c, again(t, c)
 }
 

@@ -62,6 +62,7 @@ func day(s string) time.Time {
 }
 
 func TestSitemapNamedInRobotsTxtQueuesPagesNoLinkReachesAndKeepsLastmod(t *testing.T) {
+	t.Parallel()
 	for _, use := range []bool{true, false} {
 		t.Run(fmt.Sprintf("use_sitemaps=%v", use), func(t *testing.T) {
 			site := newSite(t)
@@ -95,6 +96,7 @@ func TestSitemapNamedInRobotsTxtQueuesPagesNoLinkReachesAndKeepsLastmod(t *testi
 }
 
 func TestSitemapIndexWithGzipAndTextChildrenQueuesEveryChildsURLs(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.text("/index.xml", "application/xml", sitemapIndex(site.URL+"/pages.xml.gz", site.URL+"/more.xml", site.URL+"/list.txt"))
 	gz := gzipped(t, urlset(site.URL+"/g1.html|2025-12-24", site.URL+"/g2.html|2026-02-01T10:00:00Z"))
@@ -130,6 +132,7 @@ func TestSitemapIndexWithGzipAndTextChildrenQueuesEveryChildsURLs(t *testing.T) 
 }
 
 func TestDiscoveryFalseCrawlsOnlyStartURLsSitemapsAndFeeds(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "home", links("/linked.html"))
 	site.text("/sitemap.xml", "application/xml", urlset(site.URL+"/from-sitemap.html"))
@@ -164,6 +167,7 @@ feeds: [%q, %q]`, site.URL+"/sitemap.xml", site.URL+"/rss.xml", site.URL+"/atom.
 }
 
 func TestSitemapBombsCostBoundedWorkAndTheCrawlGoesOn(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	// A gzip stream whose padding would inflate to 64 MiB; the limit is 64 KiB.
 	var inflated atomic.Int64
@@ -246,6 +250,7 @@ sitemap_limits: {max_bytes: 65536, max_urls: 10, max_depth: 3}`,
 }
 
 func TestSitemapURLsOutsideTheCrawlSpaceAreExcludedWithTheirReason(t *testing.T) {
+	t.Parallel()
 	site, other := newSite(t), newSite(t)
 	site.text("/robots.txt", "text/plain", "User-agent: *\nDisallow: /blocked/\nSitemap: "+site.URL+"/sitemap.xml\n")
 	site.text("/sitemap.xml", "application/xml", urlset(

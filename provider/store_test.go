@@ -15,10 +15,8 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/tmpfs"
-	"github.com/crawlspace/crawlspace/provider"
-	"github.com/crawlspace/crawlspace/rules"
-	"github.com/crawlspace/crawlspace/sink"
 )
 
 // longURL is base + "/long/" padded with letters to exactly n bytes.
@@ -28,6 +26,7 @@ func longURL(base string, n int) string {
 }
 
 func TestAPageLinkingURLsTooLongToStoreIsFetchedOnceAndTheirRefusalReported(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	const bound = 32000
 	tooLong, justOver, longest := longURL(site.URL, 40000), longURL(site.URL, bound+1), longURL(site.URL, bound)
@@ -42,7 +41,7 @@ func TestAPageLinkingURLsTooLongToStoreIsFetchedOnceAndTheirRefusalReported(t *t
 	})
 	site.html("/long/", "long", "<p>the longest URL the store can hold</p>")
 	cfg, _ := testConfig(t, "", fmt.Sprintf("max_url_length: %d", bound), site.URL+"/")
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	report, err := c.Crawl(ctx)
 	if err != nil {
 		t.Fatalf("crawl: %v", err)
@@ -84,6 +83,7 @@ func bigSite(t *testing.T, n int) *testSite {
 }
 
 func TestAFullStateStoreStopsTheCrawlWithENOSPCAndFetchesNoURLTwice(t *testing.T) {
+	t.Parallel()
 	const pages = 3000
 	stateDir := tmpfs.Mount(t, 2<<20)
 	site := bigSite(t, pages)
@@ -97,17 +97,9 @@ func TestAFullStateStoreStopsTheCrawlWithENOSPCAndFetchesNoURLTwice(t *testing.T
 		}
 	})
 	cfg, _ := testConfig(t, fmt.Sprintf("state_dir: %q\nfetch: {concurrency: 8}", stateDir), "politeness: {max_parallel_per_host: 8}", site.URL+"/")
-	set, err := rules.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log syncBuffer
-	c, err := provider.New(cfg, set, sink.Opener(context.Background(), cfg), slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	_, err = c.Crawl(ctx)
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	_, err := c.Crawl(ctx)
 	// The writes whose acknowledgements the full store refused stay
 	// pending; one line says so, not one per write.
 	if n := strings.Count(log.String(), "cannot record index acknowledgement"); n > 1 {
@@ -160,6 +152,7 @@ func damageStore(t *testing.T, dir string) {
 }
 
 func TestAStoreDamagedMidCrawlStopsTheCrawlWithTheCorruptErrorAndNoPanic(t *testing.T) {
+	t.Parallel()
 	const pages = 3000
 	site := bigSite(t, pages)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,7 +169,7 @@ func TestAStoreDamagedMidCrawlStopsTheCrawlWithTheCorruptErrorAndNoPanic(t *test
 			cancel()
 		}
 	})
-	c := crawlerFor(t, cfg)
+	c := crawltest.New(t, cfg)
 	_, err := c.Crawl(ctx)
 	var se *frontier.StoreError
 	if !errors.As(err, &se) || !se.Corrupt ||

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -132,6 +133,7 @@ sources:
 // changed or dropped), and crawls again: each time the index must hold
 // exactly what the site says, with each decision counted.
 func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newMutableSite(t)
@@ -141,7 +143,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 	site.set("/c", "Charlie", "Third page.")
 	site.set("/e", "Echo", "Fifth page.")
 	state := t.TempDir()
-	cfg := parseConfig(t, syncConfig(esURL, index, state, site.URL+"/", ""))
+	cfg := crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", ""))
 
 	first := crawl(t, cfg)
 	paths, _ := indexed(t, esURL, index, site.URL)
@@ -164,7 +166,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 	site.mu.Unlock()
 	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
 
-	second := crawl(t, parseConfig(t, syncConfig(esURL, index, state, site.URL+"/", "")))
+	second := crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "")))
 	paths, docs := indexed(t, esURL, index, site.URL)
 	if want := []string{"/", "/a", "/b", "/d", "/e"}; !slices.Equal(paths, want) {
 		t.Fatalf("after the edits the index holds %v, want %v", paths, want)
@@ -185,7 +187,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 
 	// Nothing changes: a third crawl writes nothing.
 	time.Sleep(5 * time.Millisecond)
-	third := crawl(t, parseConfig(t, syncConfig(esURL, index, state, site.URL+"/", "")))
+	third := crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "")))
 	if k := third.Total; k.Created+k.Updated+k.Deleted != 0 || k.Unchanged != 5 {
 		t.Errorf("an unchanged site cost writes: %+v", k)
 	}
@@ -199,6 +201,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 // holds and lifts an exclusion: the next crawl deletes the first area and
 // indexes the second, with no manual step.
 func TestConfigChangeRemovesAnAreaAndAddsAnother(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newMutableSite(t)
@@ -208,13 +211,13 @@ func TestConfigChangeRemovesAnAreaAndAddsAnother(t *testing.T) {
 	site.set("/news/one", "News one", "News.")
 	state := t.TempDir()
 
-	crawl(t, parseConfig(t, syncConfig(esURL, index, state, site.URL+"/", "    exclude: [/news/]\n")))
+	crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "    exclude: [/news/]\n")))
 	paths, _ := indexed(t, esURL, index, site.URL)
 	if want := []string{"/", "/docs/one", "/docs/two"}; !slices.Equal(paths, want) {
 		t.Fatalf("with /news/ excluded the index holds %v, want %v", paths, want)
 	}
 
-	report := crawl(t, parseConfig(t, syncConfig(esURL, index, state, site.URL+"/", "    exclude: [/docs/]\n")))
+	report := crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "    exclude: [/docs/]\n")))
 	paths, _ = indexed(t, esURL, index, site.URL)
 	if want := []string{"/", "/news/one"}; !slices.Equal(paths, want) {
 		t.Fatalf("with /docs/ excluded instead the index holds %v, want %v (report %+v)", paths, want, report.Total)
@@ -229,6 +232,7 @@ func TestConfigChangeRemovesAnAreaAndAddsAnother(t *testing.T) {
 // index from the known URLs, and a search running against the alias
 // throughout never sees fewer documents than the site has.
 func TestMappingChangeBuildsANewIndexWhileSearchesSeeTheOldOneWhole(t *testing.T) {
+	t.Parallel()
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	site := newMutableSite(t)
@@ -242,7 +246,7 @@ func TestMappingChangeBuildsANewIndexWhileSearchesSeeTheOldOneWhole(t *testing.T
 	site.set("/", "Home", "Welcome.", links...)
 	state := t.TempDir()
 	base := syncConfig(esURL, index, state, site.URL+"/", "")
-	crawl(t, parseConfig(t, base))
+	crawl(t, crawltest.Config(t, base))
 	if paths, _ := indexed(t, esURL, index, site.URL); len(paths) != pages {
 		t.Fatalf("first crawl indexed %d pages, want %d", len(paths), pages)
 	}
@@ -263,7 +267,7 @@ func TestMappingChangeBuildsANewIndexWhileSearchesSeeTheOldOneWhole(t *testing.T
 		}
 	})
 	withExtra := "extra_fields: {extra_section: keyword}\n" + base
-	report := crawl(t, parseConfig(t, withExtra))
+	report := crawl(t, crawltest.Config(t, withExtra))
 	stop()
 	wg.Wait()
 	if searches.Load() == 0 {

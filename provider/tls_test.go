@@ -25,6 +25,7 @@ func tlsSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
 }
 
 func TestTLSIsVerifiedByDefaultSoAnUnknownCertificateIsRefused(t *testing.T) {
+	t.Parallel()
 	srv, hits := tlsSite(t)
 	cfg, _ := testConfig(t, "", "robots: {obey: false}", srv.URL+"/")
 	c, report := crawlKeep(t, cfg)
@@ -40,6 +41,7 @@ func TestTLSIsVerifiedByDefaultSoAnUnknownCertificateIsRefused(t *testing.T) {
 }
 
 func TestCustomCAFileLetsTheCrawlerTrustAnInternalCertificate(t *testing.T) {
+	t.Parallel()
 	srv, hits := tlsSite(t)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	block := &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}
@@ -58,6 +60,7 @@ func TestCustomCAFileLetsTheCrawlerTrustAnInternalCertificate(t *testing.T) {
 }
 
 func TestProxyCarriesEveryRequest(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	site.html("/", "Home", `<a href="/a">a</a>`)
 	site.html("/a", "A", "a page")
@@ -96,6 +99,7 @@ func TestProxyCarriesEveryRequest(t *testing.T) {
 }
 
 func TestRobotsTxtBehindBasicAuthIsReadWithTheSourcesCredentials(t *testing.T) {
+	t.Parallel()
 	site := newSite(t)
 	authed := func(r *http.Request) bool {
 		u, p, ok := r.BasicAuth()

@@ -14,29 +14,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/internal/fakeclock"
 )
 
 const testAgent = "crawlspace/0.1 (+https://example.com/bot)"
 
-// clock is a settable time source, so expiry is tested without sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// newClock is a settable time source, so expiry is tested without sleeping.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // site is a loopback server whose robots.txt answer the test changes, and
 // which counts the requests for it.
@@ -83,7 +68,7 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	return u
 }
 
-func newTestCache(clk *clock, opts CacheOptions) *Cache {
+func newTestCache(clk *fakeclock.Clock, opts CacheOptions) *Cache {
 	opts.UserAgent = testAgent
 	opts.Now = clk.Now
 	return NewCache(HTTPFetcher(&http.Client{Timeout: time.Minute}, testAgent), opts)

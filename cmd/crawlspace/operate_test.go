@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
 )
@@ -69,16 +70,11 @@ func opsSite(t *testing.T, auth func(*http.Request) bool) *httptest.Server {
 	return srv
 }
 
-// writeConfig writes yaml (after a state_dir in a temp dir) and loads it
-// the way the commands do.
+// writeConfig writes yaml as crawltest.WriteConfig does and loads it the
+// way the commands do.
 func writeConfig(t *testing.T, yaml string) (*config.Config, *rules.Set, string) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "crawlspace.yaml")
-	yaml = "state_dir: " + filepath.Join(dir, "state") + "\n" + yaml
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := crawltest.WriteConfig(t, yaml)
 	var stderr bytes.Buffer
 	cfg, set, ok := loadConfig(path, &stderr)
 	if !ok {
