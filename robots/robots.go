@@ -71,10 +71,6 @@ type member struct {
 // robots.txt means.
 func AllowAll() *Rules { return &Rules{mode: modeAllowAll} }
 
-// DisallowAll returns rules that disallow everything but /robots.txt: what an
-// unreachable (5xx, network error) robots.txt means.
-func DisallowAll() *Rules { return disallowAll("robots.txt unreachable: everything disallowed") }
-
 func disallowAll(reason string) *Rules { return &Rules{mode: modeDisallowAll, reason: reason} }
 
 // ProductToken returns the product token of a User-Agent header value: its
