@@ -234,7 +234,7 @@ func TestSlowPageBeyondTheTimeoutIsRecordedAsTimeoutAndTheCrawlGoesOn(t *testing
 		}
 	})
 	site.html("/fast.html", "fast", "")
-	cfg, out := testConfig(t, "fetch: {timeout: 300ms}", "max_temporary_errors: 1", site.URL+"/")
+	cfg, out := testConfig(t, "fetch: {timeout: 2s}", "max_temporary_errors: 1", site.URL+"/")
 
 	c, report := crawlKeep(t, cfg)
 
