@@ -190,9 +190,7 @@ func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
 func (f *Frontier) updateEach(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
 	var out []Record
 	changes := make([]edit, 0, min(len(urls), writeChunk))
-	for len(urls) > 0 {
-		chunk := urls[:min(len(urls), writeChunk)]
-		urls = urls[len(chunk):]
+	for chunk := range slices.Chunk(urls, writeChunk) {
 		changes = changes[:0]
 		for _, u := range chunk {
 			changes = append(changes, edit{URL: u})

@@ -1,6 +1,9 @@
 package frontier
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // Ack is the index's answer to a document write recorded pending.
 type Ack struct {
@@ -73,9 +76,7 @@ func (f *Frontier) Acknowledge(acks []Ack) ([]error, error) {
 // leased as Refresh, in transactions of up to writeChunk URLs.
 func (f *Frontier) Refetch(urls []string) error {
 	changes := make([]edit, 0, min(len(urls), writeChunk))
-	for len(urls) > 0 {
-		chunk := urls[:min(len(urls), writeChunk)]
-		urls = urls[len(chunk):]
+	for chunk := range slices.Chunk(urls, writeChunk) {
 		changes = changes[:0]
 		for _, u := range chunk {
 			changes = append(changes, edit{URL: u, Fn: func(r *Record) error {

@@ -154,17 +154,23 @@ func searchAll(t *testing.T, esURL, index string) map[string]*docfields.Document
 	return docs
 }
 
-func TestCrawlIntoFileSinkWritesOneBulkActionPerReachablePage(t *testing.T) {
-	t.Parallel()
+// demoIntoFile configures a crawl of the demo site, served on loopback,
+// into a file sink at out; base is the site's URL.
+func demoIntoFile(t *testing.T) (cfg *config.Config, out, base string) {
 	site := serveDemoSite(t)
-	out := filepath.Join(t.TempDir(), "docs.ndjson")
-	cfg := crawltest.Config(t, fmt.Sprintf(`
+	out = filepath.Join(t.TempDir(), "docs.ndjson")
+	return crawltest.Config(t, fmt.Sprintf(`
 output: {file: %q}
 allow_private_networks: true
 sources:
   - name: demo
     start_urls: [%q]
-`, out, site.URL+"/"))
+`, out, site.URL+"/")), out, site.URL
+}
+
+func TestCrawlIntoFileSinkWritesOneBulkActionPerReachablePage(t *testing.T) {
+	t.Parallel()
+	cfg, out, base := demoIntoFile(t)
 
 	report := crawl(t, cfg)
 	if report.Total.Written != len(demoPages) {
@@ -182,7 +188,7 @@ sources:
 		ids = append(ids, a.id)
 	}
 	slices.Sort(ids)
-	if want := expectedIDs(site.URL); !slices.Equal(ids, want) {
+	if want := expectedIDs(base); !slices.Equal(ids, want) {
 		t.Fatalf("file holds %d ids, want %d", len(ids), len(want))
 	}
 }

@@ -2,8 +2,6 @@ package provider_test
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -155,15 +153,7 @@ func (l *countingLease) Release() { l.s.count("Release"); l.Lease.Release() }
 
 func TestCrawlRunsThroughTheStoreInterface(t *testing.T) {
 	t.Parallel()
-	site := serveDemoSite(t)
-	out := filepath.Join(t.TempDir(), "docs.ndjson")
-	cfg := crawltest.Config(t, fmt.Sprintf(`
-output: {file: %q}
-allow_private_networks: true
-sources:
-  - name: demo
-    start_urls: [%q]
-`, out, site.URL+"/"))
+	cfg, out, _ := demoIntoFile(t)
 	counted := &countingStore{calls: map[string]int{}}
 	c := crawltest.New(t, cfg)
 	provider.WrapStore(c, func(s frontier.Store) frontier.Store { counted.store = s; return counted })
