@@ -476,3 +476,12 @@ func containsFold(b []byte, w string) bool {
 	}
 	return false
 }
+
+// Decode reads a body that is text of any kind, not only HTML, as UTF-8 by
+// the rules pages follow: a byte order mark, the Content-Type charset, then
+// detection. It returns the text (invalid sequences left for the caller's
+// text builder to repair), the WHATWG name of the encoding used and a
+// warning when the bytes contradicted the declared charset.
+func Decode(body []byte, contentTypeCharset string) (text []byte, charset, warning string) {
+	return decodeBody(body, contentTypeCharset)
+}
