@@ -34,6 +34,11 @@ var numericKeys = []numericKey{
 	{"fetch.timeout", global("fetch: {timeout: %s}"), "10ms", "2h", "9999999ns", "7200000000001ns"},
 	// Concurrency 8 keeps the largest body within what bodies in flight may hold.
 	{"fetch.max_body_bytes", global("fetch: {concurrency: 8, max_body_bytes: %s}"), "1", "1GiB", "0", "1073741825"},
+	{"fetch.max_document_bytes", global("fetch: {concurrency: 8, max_document_bytes: %s}"), "1", "1GiB", "0", "1073741825"},
+	{"documents.timeout", global("documents: {timeout: %s}"), "1s", "1h", "999999999ns", "3600000000001ns"},
+	{"documents.max_memory_bytes", global("documents: {max_memory_bytes: %s}"), "16MiB", "4GiB", "16777215", "4294967297"},
+	{"documents.max_unpacked_bytes", global("documents: {max_unpacked_bytes: %s}"), "1MiB", "16GiB", "1048575", "17179869185"},
+	{"documents.max_entries", global("documents: {max_entries: %s}"), "1", "1000000", "0", "1000001"},
 	{"fetch.max_redirects", global("fetch: {max_redirects: %s}"), "0", "100", "-1", "101"},
 	{"fetch.max_links_per_page", global("fetch: {max_links_per_page: %s}"), "1", "100000", "0", "100001"},
 	{"sources[0].sitemap_limits.max_bytes", src("sitemap_limits: {max_bytes: %s}"), "1", "256MiB", "0", "268435457"},
@@ -177,6 +182,7 @@ func TestConcurrencyTimesBodySizeIsBounded(t *testing.T) {
 		{"{concurrency: 512, max_body_bytes: 16MiB}", ""},
 		{"{concurrency: 512}", ""},
 		{"{concurrency: 8, max_body_bytes: 1GiB}", ""},
+		{"{concurrency: 512, max_document_bytes: 1GiB}", "with fetch.concurrency 512, bodies in flight may hold 512GiB: keep concurrency × max_document_bytes at most 8GiB"},
 	} {
 		yaml := global("fetch: " + tc.fetch)
 		if tc.msg == "" {
@@ -185,6 +191,10 @@ func TestConcurrencyTimesBodySizeIsBounded(t *testing.T) {
 			}
 			continue
 		}
-		oneErrorAt(t, yaml, 1, strings.Index(yaml, "max_body_bytes:")+len("max_body_bytes: ")+1, "fetch.max_body_bytes", tc.msg)
+		key := "max_body_bytes"
+		if strings.Contains(tc.fetch, "max_document_bytes") {
+			key = "max_document_bytes"
+		}
+		oneErrorAt(t, yaml, 1, strings.Index(yaml, key+":")+len(key+": ")+1, "fetch."+key, tc.msg)
 	}
 }

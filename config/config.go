@@ -27,6 +27,9 @@ type Config struct {
 	// Fetch holds the limits shared by every source: global concurrency,
 	// timeouts, size caps, proxy and TLS.
 	Fetch Fetch `yaml:"fetch"`
+	// Documents bounds how document files are read, and names the Tika
+	// server that reads the formats crawlspace does not read itself.
+	Documents Documents `yaml:"documents"`
 	// ExtraFields declares the custom document fields (named extra_*) and
 	// their Elasticsearch types; a field declared with no type is keyword.
 	ExtraFields map[string]string `yaml:"extra_fields"`
@@ -87,11 +90,36 @@ type Fetch struct {
 	ResponseHeaderTimeout Duration `yaml:"response_header_timeout"`
 	Timeout               Duration `yaml:"timeout"`
 	MaxBodyBytes          int64    `yaml:"max_body_bytes"`
-	MaxRedirects          int      `yaml:"max_redirects"`
-	MaxLinksPerPage       int      `yaml:"max_links_per_page"`
-	Proxy                 string   `yaml:"proxy"`
-	CAFile                string   `yaml:"ca_file"`
-	InsecureSkipVerify    bool     `yaml:"insecure_skip_verify"`
+	// MaxDocumentBytes caps the body of every response that is not an
+	// HTML page: PDFs and Office files are often far larger than pages.
+	MaxDocumentBytes   int64  `yaml:"max_document_bytes"`
+	MaxRedirects       int    `yaml:"max_redirects"`
+	MaxLinksPerPage    int    `yaml:"max_links_per_page"`
+	Proxy              string `yaml:"proxy"`
+	CAFile             string `yaml:"ca_file"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// Documents bounds the reading of one document file (PDF, Office,
+// OpenDocument, RTF, text).
+type Documents struct {
+	// Timeout bounds one file's extraction.
+	Timeout Duration `yaml:"timeout"`
+	// MaxMemoryBytes bounds the memory the PDF reader's sandbox may use for one
+	// file.
+	MaxMemoryBytes int64 `yaml:"max_memory_bytes"`
+	// MaxUnpackedBytes and MaxEntries bound what a zip-based file (Office,
+	// OpenDocument) may unpack to.
+	MaxUnpackedBytes int64 `yaml:"max_unpacked_bytes"`
+	MaxEntries       int   `yaml:"max_entries"`
+	Tika             Tika  `yaml:"tika"`
+}
+
+// Tika is an Apache Tika server that reads the media types listed, such
+// as the legacy binary Office formats.
+type Tika struct {
+	URL   string   `yaml:"url"`
+	Types []string `yaml:"types"`
 }
 
 // Source is one site or group of sites with its own crawl space.

@@ -38,7 +38,9 @@ func TestDefaultsAreAppliedToWhatTheFileLeavesOut(t *testing.T) {
 	check("log", c.Log, Log{Format: "text", Level: "info"})
 	check("fetch", c.Fetch, Fetch{Concurrency: 16, ConnectTimeout: Duration(10 * time.Second),
 		ResponseHeaderTimeout: Duration(30 * time.Second), Timeout: Duration(time.Minute),
-		MaxBodyBytes: 10 << 20, MaxRedirects: 10, MaxLinksPerPage: 2000})
+		MaxBodyBytes: 10 << 20, MaxDocumentBytes: 64 << 20, MaxRedirects: 10, MaxLinksPerPage: 2000})
+	check("documents", c.Documents, Documents{Timeout: Duration(time.Minute), MaxMemoryBytes: 512 << 20,
+		MaxUnpackedBytes: 256 << 20, MaxEntries: 10000})
 	check("allow_private_networks", c.AllowPrivateNetworks, false)
 
 	check("discovery", *s.Discovery, true)
@@ -55,7 +57,7 @@ func TestDefaultsAreAppliedToWhatTheFileLeavesOut(t *testing.T) {
 	check("follow_query_strings", *s.FollowQueryStrings, true)
 	check("honored_query_params", s.HonoredQueryParams, []string{"id"})
 	check("ignored_extensions", s.IgnoredExtensions, []string{"default"})
-	check("mime_types", s.MimeTypes, []string{"text/html", "application/xhtml+xml"})
+	check("mime_types", s.MimeTypes, BuiltinTypes)
 	check("robots.obey", *s.Robots.Obey, true)
 	check("politeness.delay", s.Politeness.Delay, Duration(0))
 	check("politeness.max_parallel_per_host", s.Politeness.MaxParallelPerHost, 2)

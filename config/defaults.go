@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,8 +33,15 @@ import (
 //	fetch.response_header_timeout           30s
 //	fetch.timeout                           60s
 //	fetch.max_body_bytes                    10485760 (10 MiB)
+//	fetch.max_document_bytes                67108864 (64 MiB); less past concurrency 128, as
+//	                                        concurrency × it stays within 8 GiB
 //	fetch.max_redirects                     10
 //	fetch.max_links_per_page                2000
+//	documents.timeout                       60s
+//	documents.max_memory_bytes              536870912 (512 MiB)
+//	documents.max_unpacked_bytes            268435456 (256 MiB)
+//	documents.max_entries                   10000
+//	documents.tika                          none; its types [] when url is set
 //	extra_fields.X (no type)                keyword
 //	sources[].discovery                     true
 //	sources[].use_sitemaps                  true
@@ -48,7 +56,8 @@ import (
 //	sources[].follow_query_strings          true
 //	sources[].honored_query_params          [id]
 //	sources[].ignored_extensions            [default]
-//	sources[].mime_types                    [text/html, application/xhtml+xml]
+//	sources[].mime_types                    BuiltinTypes (HTML, PDF, Office, OpenDocument, RTF,
+//	                                        plain text), then documents.tika.types
 //	sources[].robots.obey                   true
 //	sources[].politeness                    delay 0s, max_parallel_per_host 2, obey_crawl_delay true
 //	sources[].extraction.remove_elements    [header, footer]
@@ -66,6 +75,22 @@ import (
 // politeness.obey_crawl_delay) and elasticsearch.replicas is non-nil; only
 // the crawl rule actions index, follow and accept stay nil when unset,
 // because unset there means "this rule does not decide".
+// BuiltinTypes are the media types crawlspace reads itself, HTML first:
+// a source's mime_types unless it says otherwise. provider's formats read
+// exactly these (a test keeps the two lists equal).
+var BuiltinTypes = []string{
+	"text/html", "application/xhtml+xml",
+	"application/pdf",
+	"application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+	"application/vnd.openxmlformats-officedocument.presentationml.presentation",
+	"application/vnd.oasis.opendocument.text",
+	"application/vnd.oasis.opendocument.spreadsheet",
+	"application/vnd.oasis.opendocument.presentation",
+	"application/rtf", "text/rtf",
+	"text/plain",
+}
+
 const (
 	DefaultUserAgent = "crawlspace/0.1 (+https://github.com/crawlspace/crawlspace)"
 	DefaultStateDir  = ".crawlspace"
@@ -157,9 +182,22 @@ func (c *Config) setDefaults(written func(string) bool) {
 	defaultAt(written, "fetch.response_header_timeout", &f.ResponseHeaderTimeout, Duration(30*time.Second))
 	defaultAt(written, "fetch.timeout", &f.Timeout, Duration(60*time.Second))
 	defaultAt(written, "fetch.max_body_bytes", &f.MaxBodyBytes, 10<<20)
+	// Documents in flight are held whole in memory like pages: a high
+	// concurrency gets a smaller default, within what bodies may hold.
+	docMax := int64(64 << 20)
+	if n := int64(f.Concurrency); n > 0 && n <= maxConcurrency {
+		docMax = min(docMax, maxBodiesInFlight/n)
+	}
+	defaultAt(written, "fetch.max_document_bytes", &f.MaxDocumentBytes, docMax)
 	defaultAt(written, "fetch.max_redirects", &f.MaxRedirects, 10)
 	defaultAt(written, "fetch.max_links_per_page", &f.MaxLinksPerPage, 2000)
 	f.CAFile = resolve(dir, f.CAFile)
+
+	d := &c.Documents
+	defaultAt(written, "documents.timeout", &d.Timeout, Duration(time.Minute))
+	defaultAt(written, "documents.max_memory_bytes", &d.MaxMemoryBytes, 512<<20)
+	defaultAt(written, "documents.max_unpacked_bytes", &d.MaxUnpackedBytes, 256<<20)
+	defaultAt(written, "documents.max_entries", &d.MaxEntries, 10000)
 
 	for name, typ := range c.ExtraFields {
 		if typ == "" {
@@ -192,7 +230,9 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 	defaultBool(&s.FollowQueryStrings, true)
 	defaultList(&s.HonoredQueryParams, "id")
 	defaultList(&s.IgnoredExtensions, "default")
-	defaultList(&s.MimeTypes, "text/html", "application/xhtml+xml")
+	if s.MimeTypes == nil && s.cfg != nil {
+		s.MimeTypes = append(slices.Clone(BuiltinTypes), s.cfg.Documents.Tika.Types...)
+	}
 	s.RejectList = resolve(dir, s.RejectList)
 
 	defaultBool(&s.Robots.Obey, true)

@@ -192,6 +192,7 @@ func (k *checker) global() {
 	}
 
 	k.fetch(&c.Fetch)
+	k.documents(&c.Documents)
 	f := &c.Fetch
 	if f.Proxy != "" {
 		// The proxy URL may carry credentials: never echo it.
@@ -243,8 +244,43 @@ func (k *checker) fetch(f *Fetch) {
 		k.errorf("fetch.max_body_bytes", "with fetch.concurrency %d, bodies in flight may hold %s: keep concurrency × max_body_bytes at most %s",
 			f.Concurrency, formatSize(int64(f.Concurrency)*f.MaxBodyBytes), formatSize(maxBodiesInFlight))
 	}
+	okD := k.size("fetch.max_document_bytes", f.MaxDocumentBytes, 1, maxBodyBytes)
+	if okC && okD && int64(f.Concurrency)*f.MaxDocumentBytes > maxBodiesInFlight {
+		k.errorf("fetch.max_document_bytes", "with fetch.concurrency %d, bodies in flight may hold %s: keep concurrency × max_document_bytes at most %s",
+			f.Concurrency, formatSize(int64(f.Concurrency)*f.MaxDocumentBytes), formatSize(maxBodiesInFlight))
+	}
 	k.between("fetch.max_redirects", int64(f.MaxRedirects), 0, 100)
 	k.between("fetch.max_links_per_page", int64(f.MaxLinksPerPage), 1, maxLinksPerPage)
+}
+
+func (k *checker) documents(d *Documents) {
+	k.span("documents.timeout", d.Timeout, Duration(time.Second), Duration(time.Hour))
+	// The PDF reader's WebAssembly memory is 32-bit: 4 GiB at most.
+	k.size("documents.max_memory_bytes", d.MaxMemoryBytes, 16<<20, 4<<30)
+	k.size("documents.max_unpacked_bytes", d.MaxUnpackedBytes, 1<<20, 16<<30)
+	k.between("documents.max_entries", int64(d.MaxEntries), 1, 1_000_000)
+	t := d.Tika
+	if t.URL == "" {
+		if len(t.Types) > 0 {
+			k.errorf("documents.tika.url", "is required when documents.tika.types names types for Tika to read")
+		}
+		return
+	}
+	if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u) {
+		k.errorf("documents.tika.url", "must be an absolute http:// or https:// URL with a host, such as http://127.0.0.1:9998")
+	}
+	if len(t.Types) == 0 {
+		k.errorf("documents.tika.types", "must name the media types Tika reads, such as application/msword: none goes to Tika unless listed")
+	}
+	for j, m := range t.Types {
+		m = strings.ToLower(m)
+		switch {
+		case !mimeType.MatchString(m) || strings.HasSuffix(m, "/*"):
+			k.errorf(indexPath("documents.tika.types", j), "%q is not a MIME type such as application/msword", t.Types[j])
+		case slices.Contains(BuiltinTypes, m):
+			k.errorf(indexPath("documents.tika.types", j), "%s is read by crawlspace itself, not by Tika", m)
+		}
+	}
 }
 
 func (k *checker) elasticsearch(es *Elasticsearch) {

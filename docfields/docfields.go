@@ -29,8 +29,11 @@ type Document struct {
 	ContentHash string    `json:"doc_content_hash"`
 	Source      string    `json:"doc_source"`
 	Depth       int       `json:"doc_depth"`
-	NoSnippet   bool      `json:"doc_nosnippet"`
-	NoArchive   bool      `json:"doc_noarchive"`
+	// Pages is a document file's page count (PDF pages, slides, the pages
+	// a word processor saved); 0, and left out, for a web page.
+	Pages     int  `json:"doc_pages,omitempty"`
+	NoSnippet bool `json:"doc_nosnippet"`
+	NoArchive bool `json:"doc_noarchive"`
 	// Extra holds extra_* fields; each may have several values.
 	Extra map[string][]string `json:"-"`
 }
@@ -58,4 +61,23 @@ func MediaType(contentType string) string {
 		}
 	}
 	return contentType
+}
+
+// IsPage reports whether a media type is an HTML page, which
+// fetch.max_body_bytes bounds; every other type is a document, bounded by
+// fetch.max_document_bytes.
+func IsPage(mediaType string) bool {
+	return mediaType == "text/html" || mediaType == "application/xhtml+xml"
+}
+
+// Generic reports whether a media type says nothing about what the body
+// is, so that its bytes decide: none at all, application/octet-stream and
+// the names servers give downloads.
+func Generic(mediaType string) bool {
+	switch mediaType {
+	case "", "application/octet-stream", "binary/octet-stream", "application/unknown", "application/x-unknown",
+		"application/download", "application/x-download", "application/force-download":
+		return true
+	}
+	return false
 }

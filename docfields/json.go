@@ -75,6 +75,10 @@ func (d *Document) AppendJSON(b []byte) []byte {
 	b = appendString(b, d.Source)
 	b = append(b, `,"doc_depth":`...)
 	b = strconv.AppendInt(b, int64(d.Depth), 10)
+	if d.Pages > 0 {
+		b = append(b, `,"doc_pages":`...)
+		b = strconv.AppendInt(b, int64(d.Pages), 10)
+	}
 	b = append(b, `,"doc_nosnippet":`...)
 	b = strconv.AppendBool(b, d.NoSnippet)
 	b = append(b, `,"doc_noarchive":`...)

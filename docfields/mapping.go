@@ -11,7 +11,7 @@ import (
 // MappingVersion is bumped whenever Mapping changes for the doc_* fields, so
 // PhysicalIndex names a fresh index and the sink reindexes behind the alias
 // instead of writing documents an old mapping would misread.
-const MappingVersion = 1
+const MappingVersion = 2
 
 // ExtraPrefix starts the name of every custom field.
 const ExtraPrefix = "extra_"
@@ -110,6 +110,7 @@ func Mapping(extra map[string]string) map[string]any {
 		"doc_content_hash": map[string]any{"type": "keyword"},
 		"doc_source":       map[string]any{"type": "keyword"},
 		"doc_depth":        map[string]any{"type": "integer"},
+		"doc_pages":        map[string]any{"type": "integer"},
 		"doc_nosnippet":    map[string]any{"type": "boolean"},
 		"doc_noarchive":    map[string]any{"type": "boolean"},
 	}
@@ -145,7 +146,7 @@ func Mapping(extra map[string]string) map[string]any {
 }
 
 // PhysicalIndex names the concrete index behind alias for this mapping
-// version and set of extra fields, for example "web-v1-3f2a9c01". Any change
+// version and set of extra fields, for example "web-v2-3f2a9c01". Any change
 // to the mapping gives a new name, so the sink can build the new index and
 // switch the alias instead of failing on a mapping conflict.
 func PhysicalIndex(alias string, extra map[string]string) string {

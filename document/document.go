@@ -47,6 +47,11 @@ type Content struct {
 	// slides of a presentation, the page count a word processor saved),
 	// 0 where it has none.
 	Pages int
+	// Charset is the encoding a text format was decoded from, and
+	// CharsetWarning says how the bytes contradicted a declared one, as
+	// for pages (mapping.Decode); "" for formats that carry their own.
+	Charset        string
+	CharsetWarning string
 	// Links are the link targets the file holds (PDF URI actions, OOXML
 	// and ODF hyperlinks, RTF HYPERLINK fields), as written: absolute or
 	// relative to the file's URL, in document order, without repeats.
@@ -95,11 +100,14 @@ func (l Limits) WithDefaults() Limits {
 // Reasons an extraction fails, as the crawl report and a URL's state
 // record them.
 const (
-	ReasonEncrypted = "encrypted" // a password is needed to read the text
-	ReasonCorrupt   = "corrupt"   // the parser could not read the file; Err says why
-	ReasonTooLarge  = "too_large" // past MaxUnpacked, MaxEntries or MaxMemory
-	ReasonTimeout   = "timeout"   // ctx ended first
+	ReasonEncrypted = "encrypted"       // a password is needed to read the text
+	ReasonCorrupt   = "corrupt"         // the parser could not read the file; Err says why
+	ReasonTooLarge  = "too_large"       // past MaxUnpacked, MaxEntries or MaxMemory
+	ReasonTimeout   = "extract_timeout" // ctx ended first
 	ReasonFailed    = "extract_failed"
+	// ReasonUnavailable is a reader that could not be reached (a Tika
+	// server down or overloaded): the file is not at fault and waits.
+	ReasonUnavailable = "extractor_unavailable"
 )
 
 // Error is a failed extraction and its reason.

@@ -38,6 +38,10 @@ type Crawler struct {
 	front frontier.Store
 	bolt  *frontier.Frontier
 	sink  sink.Sink
+	// formats are the formats read, and readers the readers of the
+	// document formats among them, shared by the sources.
+	formats []Format
+	readers readers
 	// writes owns the document writes between the store and the sink.
 	writes *writer
 	// report is the current cycle's, replaced when a cycle starts while
@@ -115,9 +119,14 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	c := &Crawler{cfg: cfg, rules: set, log: log,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming}
 	c.report.Store(NewReport(""))
+	var err error
+	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
+		return nil, err
+	}
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
 		if err != nil {
+			c.readers.close()
 			return nil, err
 		}
 		c.sources[src.cfg.Name] = src
@@ -128,6 +137,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
 		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 	if err != nil {
+		c.readers.close()
 		return nil, err // it names the state store
 	}
 	c.front, c.bolt = front, front
@@ -136,6 +146,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	if err != nil {
 		c.writes.acks.close()
 		front.Close()
+		c.readers.close()
 		return nil, err
 	}
 	c.sink, c.writes.sink = s, s
@@ -180,6 +191,7 @@ func (c *Crawler) Close() error {
 		if err := c.bolt.Close(); c.closeErr == nil {
 			c.closeErr = err
 		}
+		c.readers.close()
 	})
 	return c.closeErr
 }

@@ -1,9 +1,14 @@
 package provider
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"strings"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/mapping"
 )
 
@@ -15,19 +20,29 @@ type Extractor interface {
 	Extract(mapping.Page) (*mapping.Result, error)
 }
 
-// Format is a document format the crawler reads.
+// Format is a document format the crawler reads. A web format gives New,
+// which builds its extractor for each source; a document file format gives
+// Reader, opened once per crawler and shared by its sources, and its
+// documents are mapped by mapping.FromDocument.
 type Format struct {
 	// Types are the media types it reads, the preferred first.
 	Types []string
-	// New builds its extractor for one source of a configuration.
-	New func(cfg *config.Config, src *config.Source) (Extractor, error)
+	// Magic reports whether a body is of this format by its bytes (a
+	// signature such as %PDF-), nil for a format that has none. It
+	// overrules a Content-Type that says nothing or names another format.
+	Magic func(body []byte) bool
+	New   func(cfg *config.Config, src *config.Source) (Extractor, error)
+	// Reader opens the format's reader; one that is an io.Closer is closed
+	// with the crawler.
+	Reader func(cfg *config.Config) (document.Reader, error)
 }
 
 // formats are the document formats the crawler reads, the preferred
 // first. They give page requests their Accept header, and a page's media
 // type picks its extractor; a page of a type mime_types allows that no
-// format names is read by the first. The default mime_types are the types
-// listed here. To read another format, add it here.
+// format names is read by the first. The default mime_types
+// (config.BuiltinTypes) are the types listed here. To read another format,
+// add it here.
 var formats = []Format{
 	{Types: []string{"text/html", "application/xhtml+xml"}, New: newHTML},
 }
@@ -53,18 +68,56 @@ func accept(fs []Format) string {
 	return b.String()
 }
 
-// extractors are one source's extractors by media type.
-type extractors struct {
-	byType map[string]Extractor
-	first  Extractor
+// readers are the document readers of one crawler, by format.
+type readers map[int]document.Reader
+
+// openReaders opens the reader of every document format.
+func openReaders(cfg *config.Config, fs []Format) ([]Format, readers, error) {
+	rs := readers{}
+	for i, f := range fs {
+		if f.Reader == nil {
+			continue
+		}
+		r, err := f.Reader(cfg)
+		if err != nil {
+			rs.close()
+			return nil, nil, err
+		}
+		rs[i] = r
+	}
+	return fs, rs, nil
 }
 
-func newExtractors(cfg *config.Config, src *config.Source, fs []Format) (extractors, error) {
-	ex := extractors{byType: map[string]Extractor{}}
-	for _, f := range fs {
-		x, err := f.New(cfg, src)
-		if err != nil {
-			return extractors{}, err
+func (rs readers) close() {
+	for _, r := range rs {
+		if c, ok := r.(io.Closer); ok {
+			c.Close()
+		}
+	}
+}
+
+// extractors are one source's extractors by media type.
+type extractors struct {
+	formats []Format
+	byType  map[string]Extractor
+	first   Extractor
+}
+
+func newExtractors(cfg *config.Config, src *config.Source, fs []Format, rs readers) (extractors, error) {
+	ex := extractors{formats: fs, byType: map[string]Extractor{}}
+	var mapper *mapping.Extractor
+	for i, f := range fs {
+		var x Extractor
+		if r := rs[i]; r != nil {
+			if mapper == nil {
+				mapper = mapping.New(cfg, src)
+			}
+			x = newDocExtractor(r, mapper, cfg.Documents, src.Extraction.MaxBodyBytes)
+		} else {
+			var err error
+			if x, err = f.New(cfg, src); err != nil {
+				return extractors{}, err
+			}
 		}
 		if ex.first == nil {
 			ex.first = x
@@ -82,4 +135,56 @@ func (ex extractors) forType(mediaType string) Extractor {
 		return x
 	}
 	return ex.first
+}
+
+// readAs is the media type a body is read as, and whether that
+// contradicts a type its Content-Type named. The bytes decide when the
+// declared type says nothing (docfields.Generic) or when a format's
+// signature says the body is of another format than declared: a PDF
+// served as application/octet-stream or as text/html is a PDF, and an HTML
+// page served as application/pdf is HTML. Otherwise the declared type
+// stands, and a body its reader cannot read is reported corrupt.
+func (ex extractors) readAs(declared string, body []byte) (mediaType string, mismatch bool) {
+	for _, f := range ex.formats {
+		if f.Magic == nil || !f.Magic(body) {
+			continue
+		}
+		for _, t := range f.Types {
+			if t == declared {
+				return declared, false
+			}
+		}
+		return f.Types[0], !docfields.Generic(declared)
+	}
+	generic := docfields.Generic(declared)
+	if !generic && !ex.hasMagic(declared) {
+		return declared, false
+	}
+	sniffed := docfields.MediaType(http.DetectContentType(body))
+	switch {
+	case sniffed == "text/html":
+		return sniffed, !generic
+	case generic:
+		return sniffed, false
+	}
+	return declared, false
+}
+
+// hasMagic reports whether the format that reads a type has a signature
+// the body could be checked against.
+func (ex extractors) hasMagic(mediaType string) bool {
+	for _, f := range ex.formats {
+		for _, t := range f.Types {
+			if t == mediaType {
+				return f.Magic != nil
+			}
+		}
+	}
+	return false
+}
+
+// prefixWithin reports whether sig starts within the first n bytes of
+// body: PDF readers accept junk before %PDF-, and so do servers.
+func prefixWithin(body, sig []byte, n int) bool {
+	return bytes.Contains(body[:min(len(body), n+len(sig))], sig)
 }

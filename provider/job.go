@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/provider/fetch"
@@ -84,7 +85,7 @@ type end struct {
 	target string
 	to     *rules.Source
 	route  rules.Decision
-	// fetched
+	// fetched; detail says how the bytes contradicted the Content-Type.
 	res       *fetch.Response
 	mediaType string
 	fetched   time.Time
@@ -137,24 +138,30 @@ func (j *job) run(ctx context.Context) end {
 	case st != http.StatusOK:
 		return j.statusError(res, "")
 	}
-	ct := res.Header.Get("Content-Type")
-	mt := docfields.MediaType(ct)
+	mt := docfields.MediaType(res.Header.Get("Content-Type"))
 	if res.Skip.Reason != "" {
 		return end{kind: excluded, reason: string(res.Skip.Reason), detail: mt}
 	}
-	if limit := j.c.cfg.Fetch.MaxBodyBytes; res.TooLarge || int64(len(res.Body)) > limit {
-		// Never a silently truncated document: the page is left out, with its reason.
-		return end{kind: excluded, reason: "too_large", detail: fmt.Sprintf("over %d bytes", limit)}
+	limit, key := j.c.cfg.Fetch.MaxBodyBytes, "fetch.max_body_bytes"
+	if !docfields.IsPage(mt) {
+		limit, key = j.c.cfg.Fetch.MaxDocumentBytes, "fetch.max_document_bytes"
 	}
-	if ct == "" {
-		// No type to decide from before the body came: its first bytes decide.
-		sniffed := http.DetectContentType(res.Body)
-		mt = docfields.MediaType(sniffed)
-		if d := j.src.rules.DecideMIME(sniffed, j.item.URL); !d.Crawl {
-			return end{kind: excluded, reason: string(d.Reason), detail: mt}
+	if res.TooLarge || int64(len(res.Body)) > limit {
+		// Never a silently truncated document: the page is left out, with its reason.
+		return end{kind: excluded, reason: "too_large", detail: fmt.Sprintf("over %d bytes (%s)", limit, key)}
+	}
+	read, mismatch := j.src.extractors.readAs(mt, res.Body)
+	if read != mt || docfields.Generic(read) {
+		// The bytes said what the type did not, or nothing: the crawl space decides on what they are.
+		if d := j.src.rules.DecideMIME(read, j.item.URL); !d.Crawl {
+			return end{kind: excluded, reason: string(d.Reason), detail: read}
 		}
 	}
-	return end{kind: fetched, status: res.Status, res: res, mediaType: mt, fetched: start}
+	e := end{kind: fetched, status: res.Status, res: res, mediaType: read, fetched: start}
+	if mismatch {
+		e.detail = fmt.Sprintf("served as %s, read as %s", mt, read)
+	}
+	return e
 }
 
 // conditional is the request headers of a conditional GET when the URL
@@ -407,10 +414,16 @@ func (j *job) redirected(e end) {
 func (j *job) page(e end) {
 	c, src, d, it, rec, res := j.c, j.src, j.d, j.item, j.rec, e.res
 	ex, docSource := c.extractorFor(src, d, e.mediaType)
-	out, err := ex.Extract(mapping.Page{URL: j.u, Header: res.Header, Body: res.Body, Depth: it.Depth,
+	hdr := res.Header
+	if e.detail != "" || docfields.Generic(docfields.MediaType(hdr.Get("Content-Type"))) {
+		// The extractor reads the type the bytes were found to be.
+		hdr = hdr.Clone()
+		hdr.Set("Content-Type", e.mediaType)
+	}
+	out, err := ex.Extract(mapping.Page{URL: j.u, Header: hdr, Body: res.Body, Depth: it.Depth,
 		Source: docSource, Fetched: e.fetched, AddMeta: addMeta(d)})
 	if err != nil {
-		j.exclude("extract_failed", err.Error())
+		j.unreadable(err)
 		return
 	}
 	obey := *src.cfg.Robots.Obey
@@ -421,7 +434,7 @@ func (j *job) page(e end) {
 	if follow && *src.cfg.Discovery {
 		outcome.Found = j.found(out.Links)
 	}
-	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil)
+	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil, e.detail)
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := j.canonical(out.Canonical); canon != "" {
@@ -452,6 +465,44 @@ func (j *job) page(e end) {
 		w = &write{id: docfields.ID(doc.URL), url: doc.URL, source: src.cfg.Name, doc: &doc}
 	}
 	c.complete(j.lease, outcome, w)
+}
+
+// unreadable records a page or file its extractor could not read, under
+// the reason the reader gave: encrypted, corrupt and too_large leave it
+// out (its document, if any, deleted: the file it came from is gone as a
+// readable file); extract_timeout is an error, whose document is deleted
+// when it repeats, since a loaded machine may take longer once; and an
+// extractor out of reach (a Tika server down) is the crawler's fault, not
+// the file's: the URL waits and is tried again, and its document stays.
+func (j *job) unreadable(err error) {
+	reason := document.ReasonOf(err)
+	switch reason {
+	case document.ReasonUnavailable:
+		j.extractorDown(err)
+	case document.ReasonTimeout:
+		j.failed(end{kind: failed, reason: reason, detail: err.Error()})
+	default:
+		j.exclude(reason, err.Error())
+	}
+}
+
+// extractorDown queues the URL again after a backoff while an extractor
+// is out of reach, and once it has waited max_temporary_errors times holds
+// it as an error until the next cycle, its document kept.
+func (j *job) extractorDown(err error) {
+	c, name, rec := j.c, j.src.cfg.Name, j.rec
+	attempts := rec.TempErrCount + 1
+	reason, detail := document.ReasonUnavailable, err.Error()
+	c.log.Warn("extractor unavailable: the file waits", "url", j.item.URL, "source", name, "reason", reason,
+		"err", detail, "attempts", attempts)
+	if attempts >= j.src.cfg.MaxTemporaryErrors {
+		c.reportNow().Failure(name, j.item.URL, reason, detail)
+		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: reason, Detail: detail}, nil)
+		return
+	}
+	c.reportNow().Reason(name, j.item.URL, reason, detail)
+	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Detail: detail,
+		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
 }
 
 // found routes each link of the page to the source whose crawl space holds

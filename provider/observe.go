@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/provider/fetch"
@@ -137,11 +138,24 @@ func (c *Crawler) decided(source, url, reason, detail string, status int) {
 
 // pageWarnings records what a fetched page lost or was read as against its
 // word: links past max_links_per_page (when its links are followed), a
-// charset its bytes contradict. Each is a reason in the report with the
-// page as example and a log line; the returned text is for the page's
-// history event ("" when there is nothing to say).
-func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed bool) string {
+// charset its bytes contradict, a Content-Type its bytes contradict
+// (mismatch says how), a document file without text (a scanned PDF,
+// indexed with its metadata). Each is a reason in the report with the page
+// as example and a log line; the returned text is for the page's history
+// event ("" when there is nothing to say).
+func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed bool, mismatch string) string {
 	var notes []string
+	if mismatch != "" {
+		c.reportNow().Reason(source, url, "content_type_mismatch", mismatch)
+		c.log.Info("Content-Type contradicted by the body", "url", url, "source", source, "reason", "content_type_mismatch", "detail", mismatch)
+		notes = append(notes, "content_type_mismatch: "+mismatch)
+	}
+	if out.Doc.Body == "" && !docfields.IsPage(out.Doc.ContentType) {
+		const detail = "the file holds no text: indexed with its metadata"
+		c.reportNow().Reason(source, url, "no_text", detail)
+		c.log.Info("document without text", "url", url, "source", source, "reason", "no_text")
+		notes = append(notes, "no_text: "+detail)
+	}
 	if out.LinksCapped && followed {
 		detail := fmt.Sprintf("kept %d distinct links of %d found (fetch.max_links_per_page)", len(out.Links), out.LinksFound)
 		c.reportNow().Reason(source, url, "links_capped", detail)

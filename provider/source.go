@@ -22,11 +22,11 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if rs == nil {
 		return nil, fmt.Errorf("source %s: no compiled rules", sc.Name)
 	}
-	ex, err := newExtractors(c.cfg, sc, formats)
+	ex, err := newExtractors(c.cfg, sc, c.formats, c.readers)
 	if err != nil {
 		return nil, err
 	}
-	fs, err := fetch.New(c.cfg, sc, rs, fetch.Options{Accept: accept(formats)})
+	fs, err := fetch.New(c.cfg, sc, rs, fetch.Options{Accept: accept(c.formats)})
 	if err != nil {
 		return nil, err
 	}

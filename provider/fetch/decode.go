@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // acceptEncoding is what every request of the crawler asks for: what
@@ -35,8 +37,11 @@ const acceptEncoding = "gzip"
 type decodingTransport struct {
 	base http.RoundTripper
 	// limit caps the decoded bytes of a response whose request carries no
-	// limit of its own (withBodyLimit): pages, which colly requests.
-	limit int64
+	// limit of its own (withBodyLimit), pages, which colly requests; and
+	// docLimit those of such a response whose type is not HTML (PDFs,
+	// Office files, and bodies of a type that says nothing, which may
+	// turn out to be either).
+	limit, docLimit int64
 }
 
 type bodyLimitKey struct{}
@@ -55,6 +60,8 @@ func (t *decodingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	limit := t.limit
 	if n, ok := req.Context().Value(bodyLimitKey{}).(int64); ok {
 		limit = n
+	} else if !docfields.IsPage(docfields.MediaType(res.Header.Get("Content-Type"))) {
+		limit = t.docLimit
 	}
 	body := &decodedBody{raw: res.Body, limit: limit}
 	if ce := res.Header.Get("Content-Encoding"); ce != "" {

@@ -92,7 +92,7 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	rt := &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes}
+	rt := &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes, docLimit: cfg.Fetch.MaxDocumentBytes}
 	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
 	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
 	s.coll = newCollector(cfg, rt)

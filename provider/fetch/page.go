@@ -8,6 +8,7 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -24,8 +25,9 @@ type Response struct {
 	// before the body was downloaded; its Reason is empty when there was
 	// none.
 	Skip rules.Decision
-	// TooLarge says the body went past fetch.max_body_bytes once decoded;
-	// none of it is kept.
+	// TooLarge says the body went past fetch.max_body_bytes (an HTML
+	// page) or fetch.max_document_bytes (anything else) once decoded; none
+	// of it is kept.
 	TooLarge bool
 	Err      error
 }
@@ -46,7 +48,7 @@ func newCollector(cfg *config.Config, tr http.RoundTripper) *colly.Collector {
 		// One more byte than allowed tells an over-size body from one that
 		// fits exactly; the transport counts the limit in decoded bytes
 		// and leaves colly nothing to decompress.
-		colly.MaxBodySize(int(f.MaxBodyBytes)+1),
+		colly.MaxBodySize(int(max(f.MaxBodyBytes, f.MaxDocumentBytes))+1),
 	)
 	coll.WithTransport(tr)
 	coll.SetRequestTimeout(f.Timeout.D())
@@ -82,9 +84,13 @@ func (s *Source) newPageFetch() *pageFetch {
 			r.Request.Abort()
 			return
 		}
-		if d := s.rules.DecideMIME(res.Header.Get("Content-Type"), res.URL); !d.Crawl {
-			res.Skip = d
-			r.Request.Abort()
+		// A type that says nothing about the body (application/octet-stream)
+		// is decided once its bytes are in: a PDF served so is still a PDF.
+		if ct := res.Header.Get("Content-Type"); !docfields.Generic(docfields.MediaType(ct)) {
+			if d := s.rules.DecideMIME(ct, res.URL); !d.Crawl {
+				res.Skip = d
+				r.Request.Abort()
+			}
 		}
 	})
 	pf.coll.OnResponse(func(r *colly.Response) { pf.res.Body = r.Body })

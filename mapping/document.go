@@ -1,0 +1,122 @@
+package mapping
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/crawlspace/crawlspace/document"
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
+
+// FromDocument maps what a document file gave (PDF, Office, OpenDocument,
+// RTF, text) into a search document the way Extract maps a page: the same
+// URL fields, crawl rule add_meta, X-Robots-Tag directives, link
+// resolution and cap, and content hash. mediaType is the type the file was
+// read as. The title is the file's own, then its first heading, then the
+// URL made readable; doc_modified is the file's own date, then
+// Last-Modified; doc_language the file's, then Content-Language.
+func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Content) (*Result, error) {
+	if page.URL == nil {
+		return nil, errors.New("mapping: page has no URL")
+	}
+	p := parserPool.Get().(*parser)
+	defer func() {
+		p.x = nil
+		parserPool.Put(p)
+	}()
+	p.reset(x)
+
+	res := &Result{BodyTruncated: c.Truncated, Charset: c.Charset, CharsetWarning: c.CharsetWarning}
+	d := &res.Doc
+	d.URL = page.URL.String()
+	d.Host = strings.ToLower(page.URL.Host)
+	d.Path = docPath(page.URL)
+	d.ContentType = mediaType
+	d.Crawled = page.Fetched
+	d.Source = page.Source
+	if d.Source == "" {
+		d.Source = x.source
+	}
+	d.Depth = page.Depth
+	d.Pages = c.Pages
+
+	var t textBuf
+	d.Title = t.normalize([]byte(c.Title))
+	if d.Title == "" {
+		d.Title = t.normalize([]byte(c.Heading))
+	}
+	if d.Title == "" {
+		d.Title = urlTitle(page.URL)
+	}
+	if d.Title == "" {
+		d.Title = page.URL.String()
+	}
+	d.Title = capTitle(d.Title)
+	d.Description = t.normalize([]byte(c.Subject))
+	for _, k := range c.Keywords {
+		d.Keywords = appendUnique(d.Keywords, t.normalize([]byte(k)))
+	}
+	for _, a := range c.Authors {
+		d.Author = appendUnique(d.Author, t.normalize([]byte(a)))
+	}
+	d.Language = normLanguage(c.Language)
+	if d.Language == "" {
+		d.Language = normLanguage(page.Header.Get("Content-Language"))
+	}
+	d.Body = c.Body
+	if x.maxBody > 0 && len(d.Body) > x.maxBody {
+		d.Body, res.BodyTruncated = cutUTF8(d.Body, x.maxBody), true
+	}
+	d.Modified = c.Modified.UTC()
+	if c.Modified.IsZero() {
+		if v := page.Header.Get("Last-Modified"); v != "" {
+			if tm, ok := parseHeaderDate(v); ok {
+				d.Modified = tm
+			}
+		}
+	}
+
+	for _, v := range page.Header.Values("X-Robots-Tag") {
+		p.robots.parseXRobotsTag(v, x.agents)
+	}
+	x.addMeta(p, page.AddMeta)
+	for i, vals := range p.extras {
+		if len(vals) == 0 {
+			continue
+		}
+		if d.Extra == nil {
+			d.Extra = make(map[string][]string)
+		}
+		d.Extra[x.extras[i].name] = slices.Clone(vals)
+	}
+	res.Robots = p.robots
+	d.NoSnippet, d.NoArchive = p.robots.NoSnippet, p.robots.NoArchive
+
+	for _, l := range c.Links {
+		start := len(p.arena)
+		p.arena = appendURLText(p.arena, []byte(l))
+		p.links = append(p.links, rawLink{start: start, end: len(p.arena), tag: tagA})
+	}
+	lb := urlnorm.NewBase(page.URL)
+	var found int
+	res.Links, res.LinksCapped, found = p.resolveLinks(&lb, d.URL, x.maxLinks)
+	if res.LinksCapped {
+		res.LinksFound = found
+	}
+	if h := headerCanonical(page.Header); h != "" {
+		res.Canonical, _ = lb.Resolve(h)
+	}
+	d.ContentHash = ContentHash(d)
+	return res, nil
+}
+
+// cutUTF8 cuts s to at most n bytes on a character boundary.
+func cutUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
