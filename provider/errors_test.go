@@ -321,9 +321,11 @@ func TestUnwantedMIMETypeIsRefusedBeforeItsBodyIsDownloaded(t *testing.T) {
 	site.handle("/data", serve("application/octet-stream"))
 	site.handle("/file.pdf", serve("application/pdf"))
 	site.handle("/photo.png", serve("image/png"))
-	// A body limit above the size, so only the early refusal keeps the
-	// client from reading it all.
-	cfg, out := testConfig(t, fmt.Sprintf("fetch: {max_body_bytes: %d}", 2*size), "", site.URL+"/")
+	// Body limits above the size, so only the early refusal keeps the
+	// client from reading it all; a source that reads HTML only. The
+	// octet-stream body's first bytes show nothing it reads.
+	cfg, out := testConfig(t, fmt.Sprintf("fetch: {concurrency: 4, max_body_bytes: %d, max_document_bytes: %d}", 2*size, 2*size),
+		"mime_types: [text/html]", site.URL+"/")
 
 	c, _ := crawlKeep(t, cfg)
 

@@ -170,6 +170,13 @@ func (ex extractors) readAs(declared string, body []byte) (mediaType string, mis
 	return declared, false
 }
 
+// sniff is the media type of a body whose Content-Type says nothing, by
+// its first bytes.
+func (ex extractors) sniff(prefix []byte) string {
+	mt, _ := ex.readAs("", prefix)
+	return mt
+}
+
 // hasMagic reports whether the format that reads a type has a signature
 // the body could be checked against.
 func (ex extractors) hasMagic(mediaType string) bool {

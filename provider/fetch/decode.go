@@ -42,7 +42,18 @@ type decodingTransport struct {
 	// Office files, and bodies of a type that says nothing, which may
 	// turn out to be either).
 	limit, docLimit int64
+	// sniff names the type of a page whose Content-Type says nothing.
+	sniff func(prefix []byte) string
 }
+
+// sniffBytes is how much of a body the sniffer sees: every signature
+// crawlspace knows sits in the first bytes, and HTML detection looks at
+// 512.
+const sniffBytes = 1024
+
+// SniffedHeader carries the Content-Type a response was sent with when
+// its body's first bytes gave it another.
+const SniffedHeader = "X-Crawlspace-Sent-Content-Type"
 
 type bodyLimitKey struct{}
 
@@ -58,9 +69,12 @@ func (t *decodingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return res, err
 	}
 	limit := t.limit
-	if n, ok := req.Context().Value(bodyLimitKey{}).(int64); ok {
+	n, own := req.Context().Value(bodyLimitKey{}).(int64)
+	mt := docfields.MediaType(res.Header.Get("Content-Type"))
+	switch {
+	case own:
 		limit = n
-	} else if !docfields.IsPage(docfields.MediaType(res.Header.Get("Content-Type"))) {
+	case !docfields.IsPage(mt):
 		limit = t.docLimit
 	}
 	body := &decodedBody{raw: res.Body, limit: limit}
@@ -79,7 +93,27 @@ func (t *decodingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	res.Body = body
 	res.Uncompressed = true
+	if !own && t.sniff != nil && res.StatusCode == http.StatusOK && docfields.Generic(mt) {
+		t.sniffType(res, body)
+	}
 	return res, nil
+}
+
+// sniffType gives a page response whose Content-Type says nothing the type
+// its first decoded bytes show, so that the crawl space decides on it
+// before the body is downloaded: a PDF sent as application/octet-stream is
+// fetched as a PDF, a binary nobody reads is refused unread.
+func (t *decodingTransport) sniffType(res *http.Response, body *decodedBody) {
+	br := bufio.NewReaderSize(body, sniffBytes)
+	prefix, _ := br.Peek(sniffBytes) // a short or failing body: its error comes with the next Read
+	if sniffed := t.sniff(prefix); sniffed != "" {
+		res.Header.Set(SniffedHeader, res.Header.Get("Content-Type"))
+		res.Header.Set("Content-Type", sniffed)
+	}
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, body}
 }
 
 // contentCodings reads a Content-Encoding value into the codings to undo,

@@ -60,6 +60,11 @@ type Options struct {
 	// Accept is the Accept header of page requests: the media types the
 	// crawler can read.
 	Accept string
+	// Sniff names the media type of a body by its first bytes (up to
+	// 1 KiB), for page responses whose Content-Type says nothing
+	// (docfields.Generic): the type the crawl space then decides on before
+	// the rest is downloaded. Nil leaves such responses as they came.
+	Sniff func(prefix []byte) string
 }
 
 // New builds the fetch layer of the source sc of cfg, whose compiled rules
@@ -92,7 +97,7 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	rt := &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes, docLimit: cfg.Fetch.MaxDocumentBytes}
+	rt := &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes, docLimit: cfg.Fetch.MaxDocumentBytes, sniff: opts.Sniff}
 	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
 	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
 	s.coll = newCollector(cfg, rt)

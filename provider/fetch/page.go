@@ -8,7 +8,6 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/rules"
 )
 
@@ -84,13 +83,11 @@ func (s *Source) newPageFetch() *pageFetch {
 			r.Request.Abort()
 			return
 		}
-		// A type that says nothing about the body (application/octet-stream)
-		// is decided once its bytes are in: a PDF served so is still a PDF.
-		if ct := res.Header.Get("Content-Type"); !docfields.Generic(docfields.MediaType(ct)) {
-			if d := s.rules.DecideMIME(ct, res.URL); !d.Crawl {
-				res.Skip = d
-				r.Request.Abort()
-			}
+		// A type that said nothing about the body (application/octet-stream)
+		// is, by now, the type its first bytes show (Options.Sniff).
+		if d := s.rules.DecideMIME(res.Header.Get("Content-Type"), res.URL); !d.Crawl {
+			res.Skip = d
+			r.Request.Abort()
 		}
 	})
 	pf.coll.OnResponse(func(r *colly.Response) { pf.res.Body = r.Body })
