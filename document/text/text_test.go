@@ -148,7 +148,10 @@ func TestContentTypeCharsetParsing(t *testing.T) {
 
 func FuzzRead(f *testing.F) {
 	for _, tc := range encoded {
-		f.Add(read(f, tc.file), "text/plain; charset="+tc.charset)
+		// The first kilobytes carry every feature of a fixture, and whole files make the
+		// fuzzer's minimizing of each new input take a minute.
+		data := read(f, tc.file)
+		f.Add(data[:min(len(data), 2048)], "text/plain; charset="+tc.charset)
 	}
 	f.Add([]byte("a\r\n\fb\rc"), "text/plain")
 	f.Fuzz(func(t *testing.T, data []byte, ct string) {
