@@ -360,13 +360,24 @@ func FuzzContent(f *testing.F) {
 	})
 }
 
-func BenchmarkReadWordDocument(b *testing.B) {
+// BenchmarkRead measures a round trip to the server per fixture: upload, Tika's parse, the
+// answer's mapping.
+func BenchmarkRead(b *testing.B) {
 	url := tikatest.URL(b)
-	data := fixture(b, "report.doc")
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := (Reader{URL: url, ContentType: "application/msword"}).Read(context.Background(), data, document.Limits{}); err != nil {
-			b.Fatal(err)
-		}
+	for _, f := range []struct{ name, contentType string }{
+		{"report.doc", "application/msword"},
+		{"budget.xls", "application/vnd.ms-excel"},
+		{"slides.ppt", "application/vnd.ms-powerpoint"},
+		{"mime-spec.pdf", "application/pdf"},
+	} {
+		b.Run(f.name, func(b *testing.B) {
+			data := fixture(b, f.name)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := (Reader{URL: url, ContentType: f.contentType}).Read(context.Background(), data, document.Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
