@@ -479,6 +479,7 @@ func (p *parser) unicode(n int) {
 
 // byteText takes one 8-bit character (raw or \'hh), to be decoded with its neighbours.
 func (p *parser) byteText(b byte) {
+	p.groupOpen = false // a control word after text opens no destination
 	if p.skip > 0 {
 		p.skip--
 		return

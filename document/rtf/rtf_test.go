@@ -143,6 +143,7 @@ func TestCodePages(t *testing.T) {
 		{"mac", `{\rtf1\mac \'8a}`, "ä"},
 		{"escapes", `{\rtf1 a\{b\}c\\d\~e\_f\-g\emdash h\tab i}`, "a{b}c\\d e\u2011fg\u2014h i"},
 		{"bin skipped", "{\\rtf1 a\\bin3 }}}b}", "ab"},
+		{"a destination word after text is no destination", `{\rtf1 {a\title b}}`, "ab"},
 		{"unknown starred destination", `{\rtf1 a{\*\somethingnew secret}b}`, "ab"},
 		{"known unstarred destinations", `{\rtf1{\colortbl;\red0;}{\stylesheet{\s0 Normal;}}{\header head}{\footer foot}{\pict 0a0b}{\object x}a}`, "a"},
 		{"upr keeps the unicode copy", `{\rtf1{\info{\upr{\title ASCII}{\*\ud{\title \u1055?}}}}x}`, "x"},
