@@ -41,14 +41,12 @@ class CrawlspaceTikaServer {
     public static void main(String[] args) throws Exception {
         String host = "127.0.0.1";
         int port = 9998;
-        int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--host", "-h" -> host = args[++i];
                 case "--port", "-p" -> port = Integer.parseInt(args[++i]);
-                case "--threads" -> threads = Integer.parseInt(args[++i]);
                 default -> {
-                    System.err.println("usage: CrawlspaceTikaServer [--host H] [--port P] [--threads N]");
+                    System.err.println("usage: CrawlspaceTikaServer [--host H] [--port P]");
                     System.exit(2);
                 }
             }
@@ -75,7 +73,9 @@ class CrawlspaceTikaServer {
                 send(ex, 500, "text/plain", t.toString());
             }
         });
-        server.setExecutor(Executors.newFixedThreadPool(threads));
+        // A thread per request in flight, as the crawler's concurrency bounds them: a parser that
+        // never returns (Java cannot stop it) costs its thread, never the requests behind it.
+        server.setExecutor(Executors.newCachedThreadPool());
         server.start();
         System.err.println("CrawlspaceTikaServer: " + version + " listening on http://" + host + ":" + port + "/");
     }
