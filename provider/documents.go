@@ -30,10 +30,21 @@ func newDocExtractor(r document.Reader, mapper *mapping.Extractor, d config.Docu
 			MaxMemory: d.MaxMemoryBytes}}
 }
 
+// typedReader is a reader that reads by the response's Content-Type (a
+// text file's charset; the type Tika is told): it gives the reader of one
+// response.
+type typedReader interface {
+	ForContentType(contentType string) document.Reader
+}
+
 func (x *docExtractor) Extract(page mapping.Page) (*mapping.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), x.timeout)
 	defer cancel()
-	c, err := x.read(ctx, page.Body)
+	r := x.reader
+	if t, ok := r.(typedReader); ok {
+		r = t.ForContentType(page.Header.Get("Content-Type"))
+	}
+	c, err := x.read(ctx, r, page.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +62,7 @@ const readGrace = 5 * time.Second
 // read runs the reader on a goroutine of its own, so that a panic in a
 // parser is caught there and a reader that ignores its context cannot hold
 // a crawl worker past the time limit and grace.
-func (x *docExtractor) read(ctx context.Context, body []byte) (*document.Content, error) {
+func (x *docExtractor) read(ctx context.Context, reader document.Reader, body []byte) (*document.Content, error) {
 	type result struct {
 		c   *document.Content
 		err error
@@ -64,7 +75,7 @@ func (x *docExtractor) read(ctx context.Context, body []byte) (*document.Content
 					Err: fmt.Errorf("the reader failed on this file: %v", r)}}
 			}
 		}()
-		c, err := x.reader.Read(ctx, body, x.limits)
+		c, err := reader.Read(ctx, body, x.limits)
 		if err == nil && c == nil {
 			err = errors.New("the reader gave nothing")
 		}

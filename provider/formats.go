@@ -9,6 +9,9 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/document"
+	"github.com/crawlspace/crawlspace/document/rtf"
+	"github.com/crawlspace/crawlspace/document/text"
+	"github.com/crawlspace/crawlspace/document/tika"
 	"github.com/crawlspace/crawlspace/mapping"
 )
 
@@ -45,6 +48,24 @@ type Format struct {
 // add it here.
 var formats = []Format{
 	{Types: []string{"text/html", "application/xhtml+xml"}, New: newHTML},
+	{Types: []string{"application/rtf", "text/rtf"}, Magic: isRTF, Reader: reader(rtf.Reader{})},
+	{Types: []string{"text/plain"}, Reader: reader(text.Reader{})},
+}
+
+// reader is the Reader of a format whose reader needs no configuration.
+func reader(r document.Reader) func(*config.Config) (document.Reader, error) {
+	return func(*config.Config) (document.Reader, error) { return r, nil }
+}
+
+// tikaFormat is the format of the types documents.tika names: read by
+// the Tika server, never recognised by their bytes here (Tika's own
+// detection is told the Content-Type).
+func tikaFormat(t config.Tika) Format {
+	return Format{Types: t.Types, Reader: reader(tika.Reader{URL: t.URL})}
+}
+
+func isRTF(b []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n"), []byte(`{\rtf`))
 }
 
 func newHTML(cfg *config.Config, src *config.Source) (Extractor, error) {
@@ -71,8 +92,12 @@ func accept(fs []Format) string {
 // readers are the document readers of one crawler, by format.
 type readers map[int]document.Reader
 
-// openReaders opens the reader of every document format.
+// openReaders opens the reader of every document format, and Tika's when
+// documents.tika is configured (its format added to fs).
 func openReaders(cfg *config.Config, fs []Format) ([]Format, readers, error) {
+	if t := cfg.Documents.Tika; t.URL != "" {
+		fs = append(fs[:len(fs):len(fs)], tikaFormat(t))
+	}
 	rs := readers{}
 	for i, f := range fs {
 		if f.Reader == nil {

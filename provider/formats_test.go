@@ -15,7 +15,7 @@ import (
 	"github.com/crawlspace/crawlspace/provider"
 )
 
-// plainText is a second document format, as small as one can be: the
+// plainText is another document format, as small as one can be: the
 // first line is the title, the text the body, and a line that is a URL a
 // link.
 type plainText struct{ source string }
@@ -24,7 +24,7 @@ func (p plainText) Extract(page mapping.Page) (*mapping.Result, error) {
 	res := &mapping.Result{Charset: "utf-8"}
 	d := &res.Doc
 	d.URL, d.Host, d.Path = page.URL.String(), page.URL.Host, page.URL.Path
-	d.ContentType, d.Source, d.Depth, d.Crawled = "text/plain", p.source, page.Depth, page.Fetched
+	d.ContentType, d.Source, d.Depth, d.Crawled = "text/markdown", p.source, page.Depth, page.Fetched
 	sc := bufio.NewScanner(bytes.NewReader(page.Body))
 	var body []string
 	for sc.Scan() {
@@ -42,21 +42,21 @@ func (p plainText) Extract(page mapping.Page) (*mapping.Result, error) {
 	return res, nil
 }
 
-// A format is one registration: text/plain pages are asked for, read by
+// A format is one registration: text/markdown pages are asked for, read by
 // their own extractor, their links followed and their documents indexed
 // into the real node, with no change to the crawl.
 func TestASecondFormatIsReadByItsOwnExtractorEndToEnd(t *testing.T) {
-	provider.AddFormat(t, provider.Format{Types: []string{"text/plain"},
+	provider.AddFormat(t, provider.Format{Types: []string{"text/markdown"},
 		New: func(_ *config.Config, src *config.Source) (provider.Extractor, error) {
 			return plainText{src.Name}, nil
 		}})
 	esURL, index := estest.URL(t), estest.Index(t)
 	site := newSite(t)
-	site.html("/", "home", links("/notes.txt"))
-	site.text("/notes.txt", "text/plain; charset=utf-8", "Release notes\nThe crawler reads plain text now.\n"+site.URL+"/more.txt\n")
-	site.text("/more.txt", "text/plain", "More notes\nFound by a link in plain text.\n")
+	site.html("/", "home", links("/notes.md"))
+	site.text("/notes.md", "text/markdown; charset=utf-8", "Release notes\nThe crawler reads markdown now.\n"+site.URL+"/more.md\n")
+	site.text("/more.md", "text/markdown", "More notes\nFound by a link in markdown.\n")
 	cfg, _ := testConfig(t, fmt.Sprintf("elasticsearch: {addresses: [%q], index: %s, replicas: 0}", esURL, index),
-		"mime_types: [text/html, text/plain]", site.URL+"/")
+		"mime_types: [text/html, text/markdown]", site.URL+"/")
 
 	report := crawl(t, cfg)
 
@@ -64,24 +64,24 @@ func TestASecondFormatIsReadByItsOwnExtractorEndToEnd(t *testing.T) {
 		t.Errorf("report counts %d created, want 3: %+v", report.Total.Created, report.Total)
 	}
 	docs := searchAll(t, esURL, index)
-	for path, title := range map[string]string{"/notes.txt": "Release notes", "/more.txt": "More notes"} {
+	for path, title := range map[string]string{"/notes.md": "Release notes", "/more.md": "More notes"} {
 		doc := docs[docfields.ID(site.URL+path)]
 		if doc == nil {
 			t.Errorf("%s: not indexed", path)
 			continue
 		}
-		if doc.Title != title || doc.ContentType != "text/plain" {
-			t.Errorf("%s: indexed with title %q and type %q, want %q and text/plain", path, doc.Title, doc.ContentType, title)
+		if doc.Title != title || doc.ContentType != "text/markdown" {
+			t.Errorf("%s: indexed with title %q and type %q, want %q and text/markdown", path, doc.Title, doc.ContentType, title)
 		}
 	}
 	if home := docs[docfields.ID(site.URL+"/")]; home == nil || home.Title != "home" || home.ContentType != "text/html" {
 		t.Errorf("the home page was not read as HTML: %+v", home)
 	}
-	hs := site.headers("/notes.txt")
+	hs := site.headers("/notes.md")
 	if len(hs) == 0 {
-		t.Fatal("/notes.txt was never requested")
+		t.Fatal("/notes.md was never requested")
 	}
-	if got, want := hs[0].Get("Accept"), "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.9,*/*;q=0.1"; got != want {
+	if got, want := hs[0].Get("Accept"), "text/html,"+strings.Join(provider.FormatTypes()[1:], ";q=0.9,")+";q=0.9,*/*;q=0.1"; !strings.HasSuffix(want, "text/markdown;q=0.9,*/*;q=0.1") || got != want {
 		t.Errorf("Accept %q, want %q", got, want)
 	}
 }

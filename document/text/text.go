@@ -22,6 +22,11 @@ type Reader struct {
 	ContentType string
 }
 
+// ForContentType is the reader of one response, whose charset parameter the decoding needs.
+func (r Reader) ForContentType(contentType string) document.Reader {
+	return Reader{ContentType: contentType}
+}
+
 // checkEvery is how many lines pass between looks at ctx: decoding is linear and cheap, so this
 // only has to keep a huge file from outliving its deadline by much.
 const checkEvery = 4096
@@ -39,7 +44,7 @@ func (r Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *
 	if err := ctx.Err(); err != nil {
 		return nil, &document.Error{Reason: document.ReasonTimeout, Err: err}
 	}
-	decoded, _, _ := mapping.Decode(data, charsetOf(r.ContentType))
+	decoded, charset, warning := mapping.Decode(data, charsetOf(r.ContentType))
 	body := document.NewText(lim.MaxText)
 	inPara := false
 	var last rune // the last character written in the current paragraph
@@ -71,7 +76,7 @@ func (r Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *
 		last, _ = utf8.DecodeLastRune(line)
 		inPara = true
 	}
-	return &document.Content{Body: body.String(), Truncated: body.Truncated()}, nil
+	return &document.Content{Body: body.String(), Truncated: body.Truncated(), Charset: charset, CharsetWarning: warning}, nil
 }
 
 // nextLine splits off one line ended by \n, \r\n, \r (old Mac files) or a form feed, which

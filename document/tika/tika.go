@@ -29,8 +29,8 @@ import (
 var ErrUnavailable = errors.New("tika server unavailable")
 
 // ReasonUnavailable is the reason of the *document.Error wrapping ErrUnavailable, as the crawl
-// report and the URL's state record it.
-const ReasonUnavailable = "tika_unavailable"
+// report and the URL's state record it: the crawler's reason for any extractor out of reach.
+const ReasonUnavailable = document.ReasonUnavailable
 
 // Reader sends one document to a Tika server. A Reader is a value: the crawler makes one per
 // response, with that response's Content-Type.
@@ -42,6 +42,12 @@ type Reader struct {
 	// Client sends the request; nil means a client that follows no redirects, so the file goes to
 	// URL and nowhere else. ctx bounds every request: give the client no timeout of its own.
 	Client *http.Client
+}
+
+// ForContentType is the reader of one response: its Content-Type goes to Tika with the file.
+func (r Reader) ForContentType(contentType string) document.Reader {
+	r.ContentType = contentType
+	return r
 }
 
 var defaultClient = &http.Client{
