@@ -22,6 +22,7 @@ func FuzzRead(f *testing.F) {
 		f.Add(rewrite(f, data, zip.Store, nil), uint8(i))
 	}
 	f.Add(fixture(f, "encrypted.odt"), uint8(3))
+	f.Add(fixture(f, "encrypted.docx"), uint8(0))
 	f.Add(cfb("Root Entry", "EncryptionInfo", "EncryptedPackage"), uint8(0))
 	lim := document.Limits{MaxText: 1 << 16, MaxUnpacked: 8 << 20, MaxEntries: 200}
 	f.Fuzz(func(t *testing.T, data []byte, k uint8) {

@@ -386,8 +386,13 @@ func reasonOf(t *testing.T, err error, want string) {
 	}
 }
 
-func TestPasswordProtectedODFIsEncrypted(t *testing.T) {
-	reasonOf(t, readErr(t, ODT, fixture(t, "encrypted.odt"), document.Limits{}), document.ReasonEncrypted)
+func TestPasswordProtectedFilesAreEncrypted(t *testing.T) {
+	for _, f := range []struct {
+		file string
+		kind Kind
+	}{{"encrypted.odt", ODT}, {"encrypted.docx", DOCX}, {"encrypted.xlsx", XLSX}, {"encrypted.pptx", PPTX}} {
+		reasonOf(t, readErr(t, f.kind, fixture(t, f.file), document.Limits{}), document.ReasonEncrypted)
+	}
 }
 
 // cfb is a minimal compound file: a header and one directory sector
@@ -410,7 +415,7 @@ func cfb(names ...string) []byte {
 	return b
 }
 
-func TestPasswordProtectedOOXMLIsEncrypted(t *testing.T) {
+func TestMinimalCompoundFileWithEncryptedPackageIsEncrypted(t *testing.T) {
 	data := cfb("Root Entry", "EncryptionInfo", "EncryptedPackage", "\x06DataSpaces")
 	for _, k := range []Kind{DOCX, XLSX, PPTX} {
 		reasonOf(t, readErr(t, k, data, document.Limits{}), document.ReasonEncrypted)
