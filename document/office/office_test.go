@@ -613,3 +613,36 @@ func TestMissingMainPartIsCorrupt(t *testing.T) {
 		reasonOf(t, readErr(t, c.kind, out.Bytes(), document.Limits{}), document.ReasonCorrupt)
 	}
 }
+
+func TestOneReaderServesConcurrentReads(t *testing.T) {
+	r := NewReader(DOCX)
+	want := read(t, DOCX, fixture(t, "text.docx"), document.Limits{}).Body
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			// Every kind through the one reader: it follows the bytes.
+			for _, f := range fixtures {
+				c, err := r.Read(context.Background(), fixture(t, f.file), document.Limits{})
+				if err == nil && f.file == "text.docx" && c.Body != want {
+					err = fmt.Errorf("body differs: %q", c.Body)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestNewReaderOfAnUnknownKindIsNil(t *testing.T) {
+	if NewReader("rtf") != nil {
+		t.Error("a reader for rtf")
+	}
+}
