@@ -315,6 +315,40 @@ func (w *walker) close() { w.rc.Close() }
 
 // next is the next token, io.EOF at the end, or a *document.Error.
 func (w *walker) next() (xml.Token, error) {
+	for {
+		t, err := w.raw()
+		if err != nil {
+			return nil, err
+		}
+		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "Fallback" && e.Name.Space == nsMarkupCompat {
+			// Word and PowerPoint write a text box twice, as DrawingML
+			// in mc:Choice and as VML in mc:Fallback: read it once.
+			if err := w.skip(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return t, nil
+	}
+}
+
+const nsMarkupCompat = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+
+// skip reads past the end of the element just started.
+func (w *walker) skip() error {
+	for end := w.depth - 1; w.depth > end; {
+		if _, err := w.raw(); err != nil {
+			if err == io.EOF {
+				return &document.Error{Reason: document.ReasonCorrupt, Err: fmt.Errorf("%s: %w", w.name, io.ErrUnexpectedEOF)}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// raw is the next token with the context and the bounds checked.
+func (w *walker) raw() (xml.Token, error) {
 	w.n++
 	if w.n&1023 == 0 {
 		if err := w.p.ctx.Err(); err != nil {

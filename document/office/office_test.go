@@ -646,3 +646,22 @@ func TestNewReaderOfAnUnknownKindIsNil(t *testing.T) {
 		t.Error("a reader for rtf")
 	}
 }
+
+func TestAlternateContentIsReadOnce(t *testing.T) {
+	box := `<w:p><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent><w:p><w:r><w:t>boxed words</w:t></w:r></w:p></w:txbxContent></w:drawing></mc:Choice>` +
+		`<mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>boxed words</w:t></w:r></w:p></w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>`
+	data := rewrite(t, fixture(t, "text.docx"), zip.Deflate, map[string]func(string) string{
+		"word/document.xml": func(s string) string { return strings.Replace(s, "<w:body>", "<w:body>"+box, 1) },
+	})
+	if c := read(t, DOCX, data, document.Limits{}); strings.Count(c.Body, "boxed words") != 1 {
+		t.Errorf("text box read %d times:\n%s", strings.Count(c.Body, "boxed words"), c.Body)
+	}
+}
+
+func TestNestedFallbacksAreBoundedByDepth(t *testing.T) {
+	deep := strings.Repeat("<mc:Fallback>", 100000)
+	data := rewrite(t, fixture(t, "text.docx"), zip.Deflate, map[string]func(string) string{
+		"word/document.xml": func(s string) string { return strings.Replace(s, "<w:body>", "<w:body>"+deep, 1) },
+	})
+	reasonOf(t, readErr(t, DOCX, data, document.Limits{}), document.ReasonCorrupt)
+}
