@@ -2,7 +2,9 @@ package office
 
 import (
 	"archive/zip"
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/document"
@@ -51,6 +53,55 @@ func BenchmarkRead(b *testing.B) {
 				if _, err := r.Read(context.Background(), data, document.Limits{}); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadLarge reads each fixture with its body repeated to a few MB
+// of XML, where the per-file cost (styles, relationships) no longer
+// dominates. SetBytes is the unpacked size of all entries: the zip of a
+// repeated body is tiny, so its own size says little.
+func BenchmarkReadLarge(b *testing.B) {
+	grow := map[Kind][3]string{ // part, repeat what lies between these two
+		DOCX: {"word/document.xml", "<w:body>", "<w:sectPr"},
+		XLSX: {"xl/worksheets/sheet1.xml", "<sheetData>", "</sheetData>"},
+		PPTX: {"ppt/slides/slide1.xml", "</p:grpSpPr>", "</p:spTree>"},
+		ODT:  {"content.xml", "</text:sequence-decls>", "</office:text>"},
+		ODS:  {"content.xml", "<office:spreadsheet>", "</office:spreadsheet>"},
+		ODP:  {"content.xml", "<office:presentation>", "</office:presentation>"},
+	}
+	for _, fx := range fixtures {
+		g := grow[fx.kind]
+		data := rewrite(b, fixture(b, fx.file), zip.Deflate, map[string]func(string) string{
+			g[0]: func(s string) string {
+				i, j := strings.Index(s, g[1]), strings.Index(s, g[2])
+				if i < 0 || j < i {
+					b.Fatalf("%s: no %s...%s", fx.file, g[1], g[2])
+				}
+				i += len(g[1])
+				return s[:i] + strings.Repeat(s[i:j], (4<<20)/(j-i+1)) + s[j:]
+			},
+		})
+		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var unpacked int64
+		for _, f := range zr.File {
+			unpacked += int64(f.UncompressedSize64)
+		}
+		r := NewReader(fx.kind)
+		lim := document.Limits{MaxText: 256 << 20}
+		b.Run(fx.file, func(b *testing.B) {
+			b.SetBytes(unpacked)
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := r.Read(context.Background(), data, lim)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(c.Body)), "body-bytes")
 			}
 		})
 	}
