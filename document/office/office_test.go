@@ -665,3 +665,37 @@ func TestNestedFallbacksAreBoundedByDepth(t *testing.T) {
 	})
 	reasonOf(t, readErr(t, DOCX, data, document.Limits{}), document.ReasonCorrupt)
 }
+
+func TestHyperlinkFieldsAreLinks(t *testing.T) {
+	fields := `<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> HYPERLINK "https://example.org/` +
+		`field" \o "tip" </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>field link</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>` +
+		`<w:p><w:fldSimple w:instr=" HYPERLINK &quot;https://example.org/simple&quot; "><w:r><w:t>simple link</w:t></w:r></w:fldSimple></w:p>` +
+		`<w:p><w:fldSimple w:instr=" HYPERLINK \l &quot;_Toc1&quot; "><w:r><w:t>inside</w:t></w:r></w:fldSimple></w:p>`
+	data := rewrite(t, fixture(t, "text.docx"), zip.Deflate, map[string]func(string) string{
+		"word/document.xml": func(s string) string { return strings.Replace(s, "<w:body>", "<w:body>"+fields, 1) },
+	})
+	c := read(t, DOCX, data, document.Limits{})
+	want := []string{"https://example.org/field", "https://example.org/simple", "https://example.org/report/details", "https://example.org/second"}
+	if !slices.Equal(c.Links, want) {
+		t.Errorf("links %q, want %q", c.Links, want)
+	}
+	if !strings.HasPrefix(c.Body, "field link\nsimple link\ninside\n") {
+		t.Errorf("body %q", c.Body[:min(60, len(c.Body))])
+	}
+}
+
+func TestSharedStringsPastTheirBudgetAreEmpty(t *testing.T) {
+	data := fixture(t, "sheets.xlsx")
+	p, err := openPackage(context.Background(), data, document.Limits{}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := p.sharedStrings("xl/sharedStrings.xml", 1<<20)
+	if err != nil || len(all) < 10 || all[len(all)-1] == "" {
+		t.Fatalf("%q, %v", all, err)
+	}
+	some, err := p.sharedStrings("xl/sharedStrings.xml", 20)
+	if err != nil || len(some) != len(all) || some[0] != all[0] || some[len(some)-1] != "" {
+		t.Errorf("capped at 20 bytes: %q, %v", some, err)
+	}
+}

@@ -248,6 +248,8 @@ func (p *pkg) headingStyles(styles string) (map[string]bool, error) {
 func (p *pkg) docxPart(part string, headings map[string]bool, rels map[string]rel, c *document.Content, text *document.Text, links *linkSet) error {
 	var (
 		inText    bool
+		inInstr   bool
+		instr     strings.Builder
 		cells     int // depth of table cells
 		isHeading bool
 		heading   strings.Builder
@@ -263,6 +265,10 @@ func (p *pkg) docxPart(part string, headings map[string]bool, rels map[string]re
 				isHeading = c.Heading == "" && headings[attr(t, "val")]
 			case "t":
 				inText = true
+			case "instrText":
+				inInstr = true
+			case "fldSimple":
+				fieldLink(attr(t, "instr"), links)
 			case "tab":
 				text.Space()
 			case "br", "cr":
@@ -279,6 +285,9 @@ func (p *pkg) docxPart(part string, headings map[string]bool, rels map[string]re
 				}
 			}
 		case xml.CharData:
+			if inInstr && instr.Len() < 4096 {
+				instr.Write(t)
+			}
 			if inText {
 				text.WriteString(string(t))
 				if isHeading && heading.Len() < 4096 {
@@ -289,6 +298,13 @@ func (p *pkg) docxPart(part string, headings map[string]bool, rels map[string]re
 			switch t.Name.Local {
 			case "t":
 				inText = false
+			case "instrText":
+				inInstr = false
+			case "fldChar":
+				// A field's code may span runs: it is complete at its
+				// separator or end.
+				fieldLink(instr.String(), links)
+				instr.Reset()
 			case "p":
 				if cells > 0 {
 					text.Space()
@@ -309,6 +325,27 @@ func (p *pkg) docxPart(part string, headings map[string]bool, rels map[string]re
 		}
 		return nil
 	})
+}
+
+// fieldLink adds the target of a HYPERLINK field code (HYPERLINK
+// "https://..." with switches); a field with only a \l bookmark links
+// inside the document.
+func fieldLink(code string, links *linkSet) {
+	f := strings.Fields(code)
+	if len(f) < 2 || !strings.EqualFold(f[0], "HYPERLINK") {
+		return
+	}
+	rest := strings.TrimSpace(code[strings.Index(code, f[0])+len(f[0]):])
+	if strings.HasPrefix(rest, "\\") {
+		return
+	}
+	if strings.HasPrefix(rest, `"`) {
+		if end := strings.Index(rest[1:], `"`); end >= 0 {
+			links.add(rest[1 : 1+end])
+		}
+		return
+	}
+	links.add(strings.Fields(rest)[0])
 }
 
 func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
@@ -334,7 +371,7 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 	if err != nil {
 		return err
 	}
-	shared, err := p.sharedStrings(byType(rels, "/sharedStrings"))
+	shared, err := p.sharedStrings(byType(rels, "/sharedStrings"), 4*p.lim.MaxText)
 	if err != nil {
 		return err
 	}
@@ -358,12 +395,17 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 	return nil
 }
 
-func (p *pkg) sharedStrings(part string) ([]string, error) {
+// sharedStrings is the workbook's string table. Past max bytes the strings
+// are kept as "": Excel numbers them in order of first use, row by row, so
+// a body cut at MaxText seldom needs them, and a huge table would
+// otherwise all sit in memory.
+func (p *pkg) sharedStrings(part string, max int) ([]string, error) {
 	if part == "" {
 		return nil, nil
 	}
 	var (
 		out      []string
+		kept     int
 		b        strings.Builder
 		inT      bool
 		phonetic int // depth inside rPh: reading aids, not the cell's text
@@ -386,7 +428,11 @@ func (p *pkg) sharedStrings(part string) ([]string, error) {
 		case xml.EndElement:
 			switch t.Name.Local {
 			case "si":
-				out = append(out, b.String())
+				if kept += b.Len(); kept <= max {
+					out = append(out, b.String())
+				} else {
+					out = append(out, "")
+				}
 			case "t":
 				inT = false
 			case "rPh":
