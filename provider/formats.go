@@ -9,6 +9,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/document"
+	"github.com/crawlspace/crawlspace/document/office"
 	"github.com/crawlspace/crawlspace/document/rtf"
 	"github.com/crawlspace/crawlspace/document/text"
 	"github.com/crawlspace/crawlspace/document/tika"
@@ -48,6 +49,8 @@ type Format struct {
 // add it here.
 var formats = []Format{
 	{Types: []string{"text/html", "application/xhtml+xml"}, New: newHTML},
+	officeFormat(office.DOCX), officeFormat(office.XLSX), officeFormat(office.PPTX),
+	officeFormat(office.ODT), officeFormat(office.ODS), officeFormat(office.ODP),
 	{Types: []string{"application/rtf", "text/rtf"}, Magic: isRTF, Reader: reader(rtf.Reader{})},
 	{Types: []string{"text/plain"}, Reader: reader(text.Reader{})},
 }
@@ -62,6 +65,23 @@ func reader(r document.Reader) func(*config.Config) (document.Reader, error) {
 // detection is told the Content-Type).
 func tikaFormat(t config.Tika) Format {
 	return Format{Types: t.Types, Reader: reader(tika.Reader{URL: t.URL})}
+}
+
+// officeFormat is one of the zip-based Office and OpenDocument formats,
+// recognised by its package's parts: a whole file by its content types or
+// mimetype entry, a download's first bytes by the names of its first parts.
+func officeFormat(k office.Kind) Format {
+	return Format{Types: []string{k.MIMEType()}, Reader: reader(office.NewReader(k)),
+		Magic: func(b []byte) bool {
+			if !bytes.HasPrefix(b, []byte("PK\x03\x04")) {
+				return false
+			}
+			got, ok := office.Detect(b)
+			if !ok {
+				got, ok = office.DetectPrefix(b)
+			}
+			return ok && got == k
+		}}
 }
 
 func isRTF(b []byte) bool {

@@ -9,6 +9,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -452,3 +453,43 @@ func (l *linkSet) add(s string) {
 
 // partDir is the folder a part's relative references resolve against.
 func partDir(name string) string { return path.Dir(strings.TrimPrefix(name, "/")) }
+
+// DetectPrefix tells the kind of a file from its first bytes alone, as a
+// fetcher sees them before the rest has come: the names of the entries
+// whose local headers lie within prefix (word/, xl/ or ppt/ parts), or an
+// OpenDocument's mimetype entry, which the standard puts first and
+// uncompressed. It is a guess for typing a download; Detect is the answer
+// for a whole file.
+func DetectPrefix(prefix []byte) (Kind, bool) {
+	const localHeader = 30
+	sig := []byte("PK\x03\x04")
+	for i := 0; ; {
+		j := bytes.Index(prefix[i:], sig)
+		if j < 0 || i+j+localHeader > len(prefix) {
+			return "", false
+		}
+		h := prefix[i+j:]
+		method := binary.LittleEndian.Uint16(h[8:])
+		size := int(binary.LittleEndian.Uint32(h[18:]))
+		nameLen := int(binary.LittleEndian.Uint16(h[26:]))
+		extraLen := int(binary.LittleEndian.Uint16(h[28:]))
+		if localHeader+nameLen > len(h) {
+			return "", false
+		}
+		name := string(h[localHeader : localHeader+nameLen])
+		switch {
+		case name == "mimetype" && method == zip.Store:
+			if start := localHeader + nameLen + extraLen; start+size <= len(h) {
+				return odfKind(strings.TrimSpace(string(h[start : start+size])))
+			}
+			return "", false
+		case strings.HasPrefix(name, "word/"):
+			return DOCX, true
+		case strings.HasPrefix(name, "xl/"):
+			return XLSX, true
+		case strings.HasPrefix(name, "ppt/"):
+			return PPTX, true
+		}
+		i += j + localHeader + nameLen
+	}
+}

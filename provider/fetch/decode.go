@@ -46,10 +46,11 @@ type decodingTransport struct {
 	sniff func(prefix []byte) string
 }
 
-// sniffBytes is how much of a body the sniffer sees: every signature
-// crawlspace knows sits in the first bytes, and HTML detection looks at
-// 512.
-const sniffBytes = 1024
+// sniffBytes is how much of a body the sniffer sees: the signatures
+// crawlspace knows sit in the first bytes, HTML detection looks at 512,
+// and the first parts of an Office package, whose names tell its kind,
+// within a few KB.
+const sniffBytes = 8192
 
 // SniffedHeader carries the Content-Type a response was sent with when
 // its body's first bytes gave it another.
