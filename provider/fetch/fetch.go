@@ -138,6 +138,24 @@ func (s *Source) Auth(rawURL string) string {
 	return s.auth.describe(rawURL)
 }
 
+// AuthFor says which authentication a request for rawURL gets from the
+// source sc whose start URLs are startURLs, as Source.Auth does, without
+// building a transport: explain -offline and status answer from the config.
+func AuthFor(sc *config.Source, startURLs []string, rawURL string) string {
+	if sc == nil || sc.Auth == nil {
+		return ""
+	}
+	own := map[string]bool{}
+	for _, u := range startURLs {
+		own[urlnorm.Origin(u)] = true
+	}
+	a, err := newAuth(sc.Name, sc.Auth, own, nil)
+	if err != nil {
+		return ""
+	}
+	return a.describe(rawURL)
+}
+
 // ResetAuth forgets a failed sign-in, so the next request tries again. The
 // crawler calls it as each cycle starts: within a cycle a source that could
 // not sign in is asked nothing more.

@@ -54,8 +54,30 @@ func newFormAuth(a *auth, cl *http.Client, headers func(http.Header, string)) (*
 	if err != nil {
 		return nil, redact.Error(err)
 	}
-	cl.Jar = jar
-	return &formAuth{a: a, cfg: &a.cfg.Form, jar: jar, client: cl, login: login, headers: headers}, nil
+	hj := hostJar{jar: jar, a: a}
+	cl.Jar = hj
+	return &formAuth{a: a, cfg: &a.cfg.Form, jar: hj, client: cl, login: login, headers: headers}, nil
+}
+
+// hostJar keeps the session to auth.hosts: RFC 6265 cookies ignore ports
+// and a domain cookie covers every subdomain, but the session is a
+// credential, and credentials go only where auth.hosts says.
+type hostJar struct {
+	jar http.CookieJar
+	a   *auth
+}
+
+func (j hostJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
+	if j.a.covers(u) {
+		j.jar.SetCookies(u, cookies)
+	}
+}
+
+func (j hostJar) Cookies(u *url.URL) []*http.Cookie {
+	if !j.a.covers(u) {
+		return nil
+	}
+	return j.jar.Cookies(u)
 }
 
 func (f *formAuth) fail(step string, err error) error {
