@@ -212,7 +212,12 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 	paused := c.robotsPause(hostKey)
 	var unavailable *robots.UnavailableError
 	var addrErr *fetch.AddressError
+	var signIn *fetch.SignInError
 	switch {
+	case errors.As(err, &signIn):
+		// The source cannot authenticate (a Kerberos login the KDC refused):
+		// its robots.txt, like its pages, waits for the next sign-in.
+		return end{kind: signInFailed, reason: "auth_failed", detail: signIn.Error(), reach: unreached}, false
 	case errors.As(err, &addrErr):
 		// The host's address is refused: no robots.txt will make it allowed.
 		return j.failure(addrErr), false
@@ -349,12 +354,13 @@ func (j *job) signInFailed(e end) {
 		"err", e.detail, "attempts", attempts)
 	if attempts >= j.src.cfg.MaxTemporaryErrors {
 		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
-		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail}, nil)
+		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail,
+			NoRequest: e.reach == unreached}, nil)
 		return
 	}
 	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
 	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
+		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}, nil)
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
