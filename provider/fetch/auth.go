@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -47,6 +46,9 @@ type auth struct {
 	krb           *krbAuth
 	ntlm          http.RoundTripper
 	form          *formAuth
+	// failed holds the first refusal of the credentials until the next
+	// cycle: a password tried once a page could lock the account.
+	failed sticky
 }
 
 func newAuth(source string, a *config.Auth, own map[string]bool, base http.RoundTripper) (*auth, error) {
@@ -193,8 +195,18 @@ func (a *auth) refused(u *url.URL, status int) error {
 	if a == nil || status != http.StatusUnauthorized || !a.covers(u) {
 		return nil
 	}
-	return &SignInError{Source: a.source, Method: a.cfg.Method, Step: "credentials refused",
-		Err: errors.New("the server answered 401 Unauthorized to a request carrying them")}
+	err := &SignInError{Source: a.source, Method: a.cfg.Method, Step: "credentials refused",
+		Err: fmt.Errorf("%s answered 401 Unauthorized to a request carrying them", u.Scheme+"://"+u.Host)}
+	a.failed.set(err)
+	return err
+}
+
+// held is the refusal that holds requests to u back, or nil.
+func (a *auth) held(u *url.URL) error {
+	if a == nil || !a.covers(u) {
+		return nil
+	}
+	return a.failed.get()
 }
 
 // noHTTP2 is for NTLM: it authenticates a connection, and HTTP/2

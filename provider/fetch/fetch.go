@@ -163,6 +163,7 @@ func (s *Source) ResetAuth() {
 	if s.auth == nil {
 		return
 	}
+	s.auth.failed.set(nil)
 	if s.auth.form != nil {
 		s.auth.form.reset()
 	}

@@ -112,9 +112,12 @@ func (s *Source) newPageFetch() *pageFetch {
 func (s *Source) Page(ctx context.Context, rawURL string, hdr http.Header) *Response {
 	f := s.formFor(rawURL)
 	if f == nil {
+		u, _ := url.Parse(rawURL)
+		if err := s.auth.held(u); err != nil {
+			return &Response{URL: rawURL, Err: err}
+		}
 		res := s.page(ctx, rawURL, hdr)
 		if res.Err == nil {
-			u, _ := url.Parse(rawURL)
 			res.Err = s.auth.refused(u, res.Status)
 		}
 		return res
