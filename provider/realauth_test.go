@@ -73,9 +73,11 @@ func TestAKerberosPasswordTheKDCRefusesIsOneAuthFailureAndNoPageIsIndexedOrDelet
 	cfg, out := testConfig(t, "", fmt.Sprintf("max_temporary_errors: 1\nauth: {method: kerberos, username: %s, password: not-the-password, kerberos: {realm: %s, krb5_conf: %s}}",
 		env["KRB5_USER"], env["KRB5_REALM"], env["KRB5_CONF"]), env["KRB5_URL"])
 	_, report := crawlTimed(t, cfg, provider.Timing{RetryBase: time.Millisecond})
-	if ex := exampleFor(report, "auth_failed"); !strings.Contains(ex, "source s: kerberos authentication failed: kerberos login") {
+	ex := exampleFor(report, "auth_failed")
+	if !strings.Contains(ex, "source s: kerberos authentication failed: kerberos login") {
 		t.Errorf("the failure reads %q", ex)
 	}
+	t.Logf("the failure reads %q", ex)
 	if got := indexedURLs(t, out); len(got) != 0 {
 		t.Errorf("indexed %v", got)
 	}
