@@ -90,28 +90,15 @@ func (a *auth) digestAuthorize(req *http.Request, ch *digestChallenge) {
 	ch.nc++
 	nc := fmt.Sprintf("%08x", ch.nc)
 	a.digest.mu.Unlock()
-	newHash := md5.New
-	alg := strings.ToUpper(ch.algorithm)
-	if strings.HasPrefix(alg, "SHA-256") {
-		newHash = sha256.New
-	}
-	h := func(s string) string { return hexHash(newHash, s) }
 	var b [12]byte
 	rand.Read(b[:])
 	cnonce := hex.EncodeToString(b[:])
 	uri := req.URL.RequestURI()
-	ha1 := h(a.cfg.Username + ":" + ch.realm + ":" + a.cfg.Password)
-	if strings.HasSuffix(alg, "-SESS") {
-		ha1 = h(ha1 + ":" + ch.nonce + ":" + cnonce)
-	}
-	ha2 := h(req.Method + ":" + uri)
-	var response, qop string
+	qop := ""
 	if ch.qop != "" {
 		qop = "auth"
-		response = h(ha1 + ":" + ch.nonce + ":" + nc + ":" + cnonce + ":" + qop + ":" + ha2)
-	} else {
-		response = h(ha1 + ":" + ch.nonce + ":" + ha2)
 	}
+	response := digestResponse(ch, a.cfg.Username, a.cfg.Password, req.Method, uri, nc, cnonce)
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `Digest username=%q, realm=%q, nonce=%q, uri=%q, response=%q`,
 		a.cfg.Username, ch.realm, ch.nonce, uri, response)
@@ -125,6 +112,25 @@ func (a *auth) digestAuthorize(req *http.Request, ch *digestChallenge) {
 		fmt.Fprintf(&sb, ", qop=%s, nc=%s, cnonce=%q", qop, nc, cnonce)
 	}
 	req.Header.Set("Authorization", sb.String())
+}
+
+// digestResponse is the response of RFC 7616 3.4.1 to ch.
+func digestResponse(ch *digestChallenge, user, pass, method, uri, nc, cnonce string) string {
+	newHash := md5.New
+	alg := strings.ToUpper(ch.algorithm)
+	if strings.HasPrefix(alg, "SHA-256") {
+		newHash = sha256.New
+	}
+	h := func(s string) string { return hexHash(newHash, s) }
+	ha1 := h(user + ":" + ch.realm + ":" + pass)
+	if strings.HasSuffix(alg, "-SESS") {
+		ha1 = h(ha1 + ":" + ch.nonce + ":" + cnonce)
+	}
+	ha2 := h(method + ":" + uri)
+	if ch.qop != "" {
+		return h(ha1 + ":" + ch.nonce + ":" + nc + ":" + cnonce + ":auth:" + ha2)
+	}
+	return h(ha1 + ":" + ch.nonce + ":" + ha2)
 }
 
 func hexHash(newHash func() hash.Hash, s string) string {
