@@ -445,3 +445,22 @@ func TestFormSignInStepsAreNamedWhenTheyFail(t *testing.T) {
 		})
 	}
 }
+
+func TestASitemapBehindFormSignInIsReadWithTheSession(t *testing.T) {
+	t.Parallel()
+	site := newLoginSite(t, "redirect")
+	site.pages = 1000
+	site.handle("/sitemap.xml", func(w http.ResponseWriter, r *http.Request) {
+		if !site.spend(r) {
+			http.Redirect(w, r, "/login", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprintf(w, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%s/c</loc></url></urlset>`, site.URL)
+	})
+	cfg, out := testConfig(t, "", fmt.Sprintf("discovery: false\nsitemaps: [%q]\n", site.URL+"/sitemap.xml")+fmt.Sprintf(formAuth, site.URL), site.URL+"/")
+	_, report := crawlKeep(t, cfg)
+	if got := indexedURLs(t, out); !slices.Contains(got, site.URL+"/c") {
+		t.Errorf("the page the sitemap behind the login lists was not indexed: %v; reasons %v", got, report.Total.Reasons)
+	}
+}

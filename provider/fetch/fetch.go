@@ -176,6 +176,12 @@ func (s *Source) ResetAuth() {
 // fetch.max_redirects, the body stopped after limit decoded bytes with an
 // error. The caller closes the body.
 func (s *Source) Get(ctx context.Context, rawURL string, limit int64) (*http.Response, error) {
+	if f := s.formFor(rawURL); f != nil {
+		// A sitemap behind the login needs the session a page would have.
+		if _, err := f.session(ctx); err != nil {
+			return nil, err
+		}
+	}
 	req, err := http.NewRequestWithContext(withBodyLimit(ctx, limit), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
