@@ -464,3 +464,24 @@ func TestASitemapBehindFormSignInIsReadWithTheSession(t *testing.T) {
 		t.Errorf("the page the sitemap behind the login lists was not indexed: %v; reasons %v", got, report.Total.Reasons)
 	}
 }
+
+func TestARobotsTxtBehindFormSignInIsReadWithTheSessionAndObeyed(t *testing.T) {
+	t.Parallel()
+	site := newLoginSite(t, "redirect")
+	site.pages = 1000
+	site.handle("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		if !site.spend(r) {
+			http.Redirect(w, r, "/login", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /d\n")
+	})
+	cfg, out := testConfig(t, "", fmt.Sprintf(formAuth, site.URL), site.URL+"/")
+	crawlKeep(t, cfg)
+	if n := site.hit("/d"); n != 0 {
+		t.Errorf("/d, disallowed by the robots.txt behind the login, was requested %d times", n)
+	}
+	if got := indexedURLs(t, out); !slices.Contains(got, site.URL+"/a") || slices.Contains(got, site.URL+"/d") {
+		t.Errorf("indexed %v", got)
+	}
+}

@@ -194,6 +194,12 @@ func (s *Source) Get(ctx context.Context, rawURL string, limit int64) (*http.Res
 // credentials: a site behind authentication serves its robots.txt behind
 // it too, and without them a 401 would read as "everything allowed".
 func (s *Source) Robots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
+	if f := s.formFor(robotsURL); f != nil {
+		// A robots.txt behind the login is the site's, not its login page.
+		if _, err := f.session(ctx); err != nil {
+			return 0, nil, err
+		}
+	}
 	// The cache reads one byte past what it parses, to know the file was cut.
 	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
 	if err != nil {
