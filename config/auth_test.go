@@ -113,3 +113,27 @@ func TestSecretsFromTheEnvironmentOrFilesAreNeverEchoedInErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestAFormsLoginPageAndLogoutPatternsChangeTheFingerprintAndItsPasswordDoesNot(t *testing.T) {
+	fp := func(auth string) string {
+		t.Helper()
+		c, err := Parse("c.yaml", []byte(src(auth)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Fingerprint(&c.Sources[0])
+	}
+	base := fp("auth: {method: form, username: u, password: a, form: {login_url: http://example.com/login}}")
+	if fp("auth: {method: form, username: u, password: b, form: {login_url: http://example.com/login}}") != base {
+		t.Error("a new password changed the fingerprint")
+	}
+	if fp("auth: {method: form, username: u, password: a, form: {login_url: http://example.com/signin}}") == base {
+		t.Error("another login page left the fingerprint as it was")
+	}
+	if fp("auth: {method: form, username: u, password: a, form: {login_url: http://example.com/login, logout_patterns: []}}") == base {
+		t.Error("other logout patterns left the fingerprint as it was")
+	}
+	if fp("auth: {username: u, password: a}") != fp("auth: {username: v, password: b}") {
+		t.Error("basic auth's credentials changed the fingerprint")
+	}
+}
