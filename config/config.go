@@ -169,7 +169,7 @@ type Source struct {
 	// in one cycle, so a spider trap stops at a bounded size.
 	Budget Budget `yaml:"budget"`
 	// Auth and Headers are sent only to the hosts of this source's start URLs.
-	Auth    *BasicAuth        `yaml:"auth"`
+	Auth    *Auth             `yaml:"auth"`
 	Headers map[string]string `yaml:"headers"`
 
 	// Index is the source's place in Config.Sources; SourcePath(Index) is
@@ -277,12 +277,6 @@ type Extraction struct {
 	// TitleOrder is the order of title fallbacks: title, meta, h1, url.
 	TitleOrder   []string `yaml:"title_order"`
 	MaxBodyBytes int      `yaml:"max_body_bytes"`
-}
-
-// BasicAuth is HTTP basic authentication for a source's own hosts.
-type BasicAuth struct {
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
 }
 
 // Duration is a time.Duration written as "1h30m" in YAML.

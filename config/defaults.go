@@ -255,6 +255,10 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 	defaultAt(written, at("budget.max_pages_per_cycle"), &b.MaxPagesPerCycle, DefaultMaxPagesPerCycle)
 	defaultAt(written, at("budget.max_pages_per_host_per_cycle"), &b.MaxPagesPerHostPerCycle, DefaultMaxPagesPerHostPerCycle)
 
+	if s.Auth != nil {
+		s.Auth.setDefaults(at("auth"), written, dir)
+	}
+
 	for j := range s.CrawlRules {
 		defaultMatch(&s.CrawlRules[j].Match, p+".crawl_rules["+strconv.Itoa(j)+"].match", written)
 	}

@@ -44,7 +44,8 @@ var fingerprintSkip = []string{
 // ignored_extensions, mime_types, rules, crawl_rules, kill_exact,
 // kill_patterns, reject_list (its path; its lines are reloaded live),
 // robots, extraction) except discovery_interval, max_age, sitemap_limits,
-// politeness, orphans, max_temporary_errors, auth, headers and budget; plus these
+// politeness, orphans, max_temporary_errors, auth (but for a form sign-in's
+// login_url and logout_patterns, which keep URLs out), headers and budget; plus these
 // global keys, which shape every source's crawl space: the product token of
 // user_agent (the first word before any "/": robots.txt groups match it,
 // so a version bump changes nothing), allow_private_networks, whether
@@ -58,6 +59,12 @@ func Fingerprint(s *Source) string {
 	h := sha256.New()
 	h.Write([]byte("crawlspace source fingerprint 1\n"))
 	canon(h, "", reflect.ValueOf(s).Elem(), false, fingerprintSkip)
+	if a := s.Auth; a != nil && a.Method == AuthForm {
+		// Form sign-in keeps its login page and logout links out of the
+		// crawl space: they shape which URLs belong, as rules do.
+		canon(h, "auth.form.login_url", reflect.ValueOf(a.Form.LoginURL), false, nil)
+		canon(h, "auth.form.logout_patterns", reflect.ValueOf(a.Form.LogoutPatterns), false, nil)
+	}
 	if c := s.cfg; c != nil {
 		token := ""
 		if f := strings.Fields(c.UserAgent); len(f) > 0 {

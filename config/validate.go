@@ -489,15 +489,7 @@ func (k *checker) source(i int) {
 	k.between(at("budget.max_pages_per_host_per_cycle"), b.MaxPagesPerHostPerCycle, 1, maxBudgetURLs)
 
 	if s.Auth != nil {
-		switch {
-		case s.Auth.Username == "":
-			k.errorf(at("auth.username"), "is required with auth")
-		case strings.Contains(s.Auth.Username, ":"):
-			k.errorf(at("auth.username"), "must not contain a colon (basic auth separates it from the password with one)")
-		}
-		if s.Auth.Password == "" {
-			k.errorf(at("auth.password"), "is required with auth")
-		}
+		k.auth(at("auth"), s)
 	}
 	k.headers(at("headers"), s)
 }
@@ -588,7 +580,7 @@ func (k *checker) headers(path string, s *Source) {
 			k.errorf(hp, "%s is set by the HTTP client and cannot be configured", name)
 		case seen[canon] != "":
 			k.errorf(hp, "header %s is set twice (also as %s); header names are case-insensitive", name, seen[canon])
-		case canon == "authorization" && s.Auth != nil:
+		case s.Auth != nil && (canon == "authorization" || s.Auth.Method == AuthBearer && strings.EqualFold(name, s.Auth.Header)):
 			k.errorf(hp, "conflicts with auth; use one or the other")
 		case !httpguts.ValidHeaderFieldValue(s.Headers[name]):
 			// The value may be a token: never echo it.

@@ -129,11 +129,11 @@ func TestSourcesAreValidated(t *testing.T) {
 			`c.yaml:8:63: sources[0].extraction.remove_classes[0]: "a b" is not a single class name (no spaces or dots)`,
 		}},
 		{"auth needs both fields", src("auth: {username: bob}"), []string{
-			`c.yaml:4:11: sources[0].auth.password: is required with auth`,
+			`c.yaml:4:11: sources[0].auth.password: is required (or password_env, or password_file)`,
 		}},
 		{"empty auth block", src("auth:"), []string{
 			`c.yaml:4:5: sources[0].auth.username: is required with auth`,
-			`c.yaml:4:5: sources[0].auth.password: is required with auth`,
+			`c.yaml:4:5: sources[0].auth.password: is required (or password_env, or password_file)`,
 		}},
 		{"headers", src("auth: {username: bob, password: pw}", "headers:",
 			"  \"Bad Name\": x", "  Content-Length: \"1\"", "  X-A: a", "  x-a: b", "  Authorization: Basic xyz"), []string{

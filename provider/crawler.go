@@ -68,6 +68,9 @@ type Crawler struct {
 	// host ended, until the host's delay after it has been scheduled
 	// (robotsPause): robots.txt is a load from the host like any page.
 	robotsRead sync.Map
+	// signInWarned holds the sign-in failures of this cycle already
+	// logged, by source: one error line per failure, not one per page.
+	signInWarned sync.Map
 	// robotsDown holds a robotsOutage per host whose robots.txt cannot be
 	// read; robotsMu orders its updates.
 	robotsDown sync.Map
@@ -305,6 +308,9 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 		return err
 	}
 	for _, src := range c.order {
+		// A source that could not sign in last cycle tries once more.
+		src.fetch.ResetAuth()
+		c.signInWarned.Delete(src.cfg.Name)
 		c.learnCrawlDelays(ctx, src)
 	}
 	now := time.Now()

@@ -61,6 +61,9 @@ const (
 	notModified
 	// fetched: a 200 read whole (res, mediaType, fetched).
 	fetched
+	// signInFailed: the source could not authenticate (detail): the URL
+	// waits like a temporary error, its document kept.
+	signInFailed
 )
 
 // reach says whether a failed URL's request reached its host, for its
@@ -121,6 +124,9 @@ func (j *job) run(ctx context.Context) end {
 	res := j.src.fetch.Page(ctx, j.item.URL, hdr)
 	if ctx.Err() != nil {
 		return end{kind: released}
+	}
+	if signIn := (*fetch.SignInError)(nil); errors.As(res.Err, &signIn) {
+		return end{kind: signInFailed, reason: "auth_failed", detail: signIn.Error()}
 	}
 	if res.Err != nil {
 		return j.failure(res.Err)
@@ -206,7 +212,12 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 	paused := c.robotsPause(hostKey)
 	var unavailable *robots.UnavailableError
 	var addrErr *fetch.AddressError
+	var signIn *fetch.SignInError
 	switch {
+	case errors.As(err, &signIn):
+		// The source cannot authenticate (a Kerberos login the KDC refused):
+		// its robots.txt, like its pages, waits for the next sign-in.
+		return end{kind: signInFailed, reason: "auth_failed", detail: signIn.Error(), reach: unreached}, false
 	case errors.As(err, &addrErr):
 		// The host's address is refused: no robots.txt will make it allowed.
 		return j.failure(addrErr), false
@@ -322,7 +333,34 @@ func (j *job) finish(e end) {
 			LastModified: j.rec.LastModified, Hash: j.rec.Hash}, nil)
 	case fetched:
 		j.page(e)
+	case signInFailed:
+		j.signInFailed(e)
 	}
+}
+
+// signInFailed queues the URL again after a backoff while its source
+// cannot authenticate, and once it has waited max_temporary_errors times
+// holds it as an error until the next cycle, its document kept: a refused
+// sign-in says nothing about the page, and must not empty the index of
+// everything behind it.
+func (j *job) signInFailed(e end) {
+	c, name, rec := j.c, j.src.cfg.Name, j.rec
+	attempts := rec.TempErrCount + 1
+	if prev, seen := c.signInWarned.Swap(name, e.detail); !seen || prev != e.detail {
+		c.log.Error("authentication failed: the source's pages wait, their documents kept", "source", name,
+			"reason", e.reason, "err", e.detail)
+	}
+	c.log.Debug("authentication failed: the page waits", "url", j.item.URL, "source", name, "reason", e.reason,
+		"err", e.detail, "attempts", attempts)
+	if attempts >= j.src.cfg.MaxTemporaryErrors {
+		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
+		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail,
+			NoRequest: e.reach == unreached}, nil)
+		return
+	}
+	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
+	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
+		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}, nil)
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.

@@ -35,6 +35,12 @@ func (s *Source) Decide(u string, depth int) Decision {
 	if ref, ok := s.ignoredExtension(p.Path); ok {
 		return s.refuse(ReasonIgnoredExtension, ref)
 	}
+	if s.loginOrigin != "" && p.Origin == s.loginOrigin && strings.TrimSuffix(p.Path, "/") == s.loginPath {
+		return s.refuse(ReasonLoginPage, s.loginRef)
+	}
+	if len(s.logout) > 0 && s.isLogout(p.Path, p.Query) {
+		return s.refuse(ReasonLogout, s.logoutRef)
+	}
 	if s.stayOnHosts && !s.origins[p.Origin] {
 		return s.refuse(ReasonOffsite, s.stayHostRef)
 	}
@@ -279,4 +285,15 @@ func (s *Source) DecideMIME(contentType, u string) Decision {
 		}
 	}
 	return s.refuse(ReasonMIMEType, s.mimeRef)
+}
+
+// isLogout reports whether a URL's path or query holds a logout pattern.
+func (s *Source) isLogout(path, query string) bool {
+	lp, lq := strings.ToLower(path), strings.ToLower(query)
+	for _, pat := range s.logout {
+		if strings.Contains(lp, pat) || strings.Contains(lq, pat) {
+			return true
+		}
+	}
+	return false
 }

@@ -74,6 +74,8 @@ const (
 	ReasonForbiddenAddress Reason = "forbidden_address" // rules: forbid address, allow_private_networks
 	ReasonMIMEType         Reason = "mime_type"         // mime_types
 	ReasonRobots           Reason = "robots"            // robots.txt
+	ReasonLoginPage        Reason = "login_page"        // auth.form.login_url: fetched to sign in, never crawled
+	ReasonLogout           Reason = "logout"            // auth.form.logout_patterns: would end the session
 )
 
 // Decision is what the crawl space says about one URL.
@@ -196,6 +198,11 @@ type Source struct {
 	norm      *urlnorm.Normalizer
 	startURLs []string
 
+	// Form sign-in keeps the crawl off its login page and logout links.
+	loginOrigin, loginPath, loginRef string
+	logout                           []string
+	logoutRef                        string
+
 	schemes        []string
 	schemesRef     string
 	maxURLLen      int
@@ -298,6 +305,18 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 
 	s.norm = urlnorm.New(src.HonoredQueryParams)
 	s.keepsAll = slices.Contains(src.HonoredQueryParams, "*")
+	if a := src.Auth; a != nil && a.Method == config.AuthForm {
+		if lu, err := urlnorm.Normalize(a.Form.LoginURL); err == nil {
+			if p, ok := urlnorm.Split(lu); ok {
+				s.loginOrigin, s.loginPath = p.Origin, strings.TrimSuffix(p.Path, "/")
+				s.loginRef = cfg.Ref(at("auth.form.login_url"))
+			}
+		}
+		for _, pat := range a.Form.LogoutPatterns {
+			s.logout = append(s.logout, strings.ToLower(pat))
+		}
+		s.logoutRef = cfg.Ref(at("auth.form.logout_patterns"))
+	}
 
 	s.schemes, s.schemesRef = src.Schemes, cfg.Ref(at("schemes"))
 	s.maxURLLen, s.maxURLLenRef = src.MaxURLLength, cfg.Ref(at("max_url_length"))

@@ -41,6 +41,20 @@ type explanation struct {
 	// Fetch is what the source's query filter makes of URL: the URL queued,
 	// fetched and indexed if it is crawled.
 	Fetch string `json:"fetch"`
+	// Auth is the authentication a request for Fetch gets from the
+	// source: the method and user, never a secret; "" without an auth block.
+	Auth string `json:"auth,omitempty"`
+}
+
+// withAuth fills in the authentication a line's URL gets.
+func withAuth(cfg *config.Config, set *rules.Set, e explanation) explanation {
+	if e.Source == "" {
+		return e
+	}
+	if rs := set.Source(e.Source); rs != nil {
+		e.Auth = fetch.AuthFor(cfg.SourceByName(e.Source), rs.StartURLs(), e.Fetch)
+	}
+	return e
 }
 
 func explain(args []string, stdout, stderr io.Writer) int {
@@ -91,7 +105,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	}
 	var lines []explanation
 	for _, raw := range urls {
-		lines = append(lines, ex.explain(set, raw, *depth))
+		lines = append(lines, withAuth(cfg, set, ex.explain(set, raw, *depth)))
 	}
 
 	if *asJSON {
@@ -106,14 +120,14 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE")
+	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH")
 	for _, l := range lines {
 		fetch := l.Fetch
 		if fetch == l.URL {
 			fetch = "="
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
-			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
+			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFailed

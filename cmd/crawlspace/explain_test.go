@@ -56,7 +56,8 @@ func runExplainCmd(args ...string) (code int, stdout, stderr string) {
 // the keys README.md lists, in their order, ending with fetch.
 func decodeLines(t *testing.T, out string) []explanation {
 	t.Helper()
-	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch"}
+	// auth comes last, and only for a source with an auth block.
+	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch", "auth"}
 	var got []explanation
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		dec := json.NewDecoder(strings.NewReader(l))
@@ -133,6 +134,7 @@ func checkLines(t *testing.T, got, want []explanation) {
 			{"url", g.URL, w.URL}, {"source", g.Source, w.Source}, {"crawl", g.Crawl, w.Crawl},
 			{"index", g.Index, w.Index}, {"follow", g.Follow, w.Follow}, {"priority", g.Priority, w.Priority},
 			{"reason", g.Reason, w.Reason}, {"rule", g.Rule, w.Rule}, {"fetch", g.Fetch, w.Fetch},
+			{"auth", g.Auth, w.Auth},
 		} {
 			if f.got != f.want {
 				t.Errorf("line %d (%s): %s = %v, want %v", i+1, w.URL, f.name, f.got, f.want)
@@ -296,8 +298,8 @@ func TestExplainReadsRobotsTxtWithTheSourcesCredentials(t *testing.T) {
 	}
 	got := decodeLines(t, out)
 	checkLines(t, got, []explanation{
-		{URL: srv.URL + "/private/report", Source: "intranet", Reason: "robots", Rule: srv.URL + "/robots.txt:2: Disallow: /private"},
-		{URL: srv.URL + "/page", Source: "intranet", Crawl: true, Index: true, Follow: true},
+		{URL: srv.URL + "/private/report", Source: "intranet", Reason: "robots", Rule: srv.URL + "/robots.txt:2: Disallow: /private", Auth: "basic as crawler"},
+		{URL: srv.URL + "/page", Source: "intranet", Crawl: true, Index: true, Follow: true, Auth: "basic as crawler"},
 	})
 	if withAuth.Load() != 1 || without.Load() != 0 {
 		t.Errorf("robots.txt requested %d times with the credentials and %d without, want once with them", withAuth.Load(), without.Load())

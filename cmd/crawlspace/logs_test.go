@@ -82,7 +82,7 @@ func runOneCycle(t *testing.T, path string, o output, reportPath string, pages .
 	return served
 }
 
-func TestCredentialsAndAuthHeadersAppearInNoLogReportStatusOrStore(t *testing.T) {
+func TestCredentialsAndAuthHeadersAppearInNoLogReportStatusExplainOrStore(t *testing.T) {
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 	const (
@@ -157,6 +157,14 @@ sources:
 	}
 	front.Close()
 	texts["status"] = statusOut.String()
+	// explain, live (robots.txt read with the source's credentials) and offline.
+	var explainOut bytes.Buffer
+	explain(append([]string{"-config", path, "-json"}, urls...), &explainOut, &explainOut)
+	explain(append([]string{"-config", path, "-offline"}, urls...), &explainOut, &explainOut)
+	texts["explain"] = explainOut.String()
+	if !strings.Contains(texts["explain"], `"auth":"basic as alice"`) {
+		t.Errorf("explain does not name the authentication:\n%s", texts["explain"])
+	}
 	if !strings.Contains(texts["status"], "write_done") {
 		t.Errorf("status -url shows no index acknowledgement:\n%s", texts["status"])
 	}

@@ -263,7 +263,7 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusSt
 	if src != nil {
 		fetch = src.Rewrite(u)
 	}
-	e := line(u, fetch, src, d)
+	e := withAuth(cfg, set, line(u, fetch, src, d))
 	st := urlStatus{URL: r.URL, Source: r.Source, State: r.State.String(), Reason: r.Reason, Status: r.Status,
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
@@ -328,6 +328,9 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 	if d := st.Decision; d != nil {
 		fmt.Fprintf(w, "  the configuration now: crawl %s, index %s, follow %s, reason %s, rule %s\n",
 			yesNo(d.Crawl), yesNo(d.Index), yesNo(d.Follow), dash(d.Reason), dash(d.Rule))
+		if d.Auth != "" {
+			fmt.Fprintf(w, "  authentication: %s\n", d.Auth)
+		}
 	}
 	if len(st.History) == 0 {
 		fmt.Fprintln(w, "  no history recorded")

@@ -53,6 +53,8 @@ type Source struct {
 	robots  *http.Client
 	coll    *colly.Collector
 	pages   sync.Pool
+	// auth is the source's authentication, nil without an auth block.
+	auth *auth
 }
 
 // Options are what the fetch layer takes besides the configuration.
@@ -83,11 +85,6 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 			s.strip[http.CanonicalHeaderKey(k)] = true
 		}
 	}
-	if sc.Auth != nil {
-		req := &http.Request{Header: http.Header{}}
-		req.SetBasicAuth(sc.Auth.Username, sc.Auth.Password)
-		s.headers.Set("Authorization", req.Header.Get("Authorization"))
-	}
 	tr, err := newTransport(cfg, func(ip netip.Addr) error {
 		if d := rs.DecideAddress(ip); !d.Crawl {
 			return &AddressError{IP: ip, Reason: string(d.Reason), Rule: d.Rule}
@@ -97,10 +94,30 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	rt := &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes, docLimit: cfg.Fetch.MaxDocumentBytes, sniff: opts.Sniff}
+	var rt http.RoundTripper = &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes, docLimit: cfg.Fetch.MaxDocumentBytes, sniff: opts.Sniff}
+	if sc.Auth != nil {
+		if sc.Auth.Method == config.AuthNTLM {
+			noHTTP2(tr)
+		}
+		if s.auth, err = newAuth(sc.Name, sc.Auth, s.own, rt); err != nil {
+			return nil, err
+		}
+		rt = &authTransport{base: rt, a: s.auth}
+	}
 	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
 	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
 	s.coll = newCollector(cfg, rt)
+	if s.auth != nil && sc.Auth.Method == config.AuthForm {
+		signIn := &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
+		if s.auth.form, err = newFormAuth(s.auth, signIn, s.setHeaders); err != nil {
+			return nil, err
+		}
+		// One jar for every request of the source: the session signed in
+		// for pages holds for robots.txt, sitemaps and feeds too.
+		s.listing.Jar = s.auth.form.jar
+		s.robots.Jar = s.auth.form.jar
+		s.coll.SetCookieJar(s.auth.form.jar)
+	}
 	s.pages.New = func() any { return s.newPageFetch() }
 	return s, nil
 }
@@ -111,10 +128,60 @@ func (s *Source) Name() string { return s.name }
 // Hosts are the hosts of the source's start URLs, as frontier.HostKey gives them.
 func (s *Source) Hosts() map[string]bool { return s.own }
 
+// Auth says which authentication a request for rawURL gets: "" when the
+// source has none, else the method and user, or why none is sent. It never
+// holds a secret.
+func (s *Source) Auth(rawURL string) string {
+	if s.auth == nil {
+		return ""
+	}
+	return s.auth.describe(rawURL)
+}
+
+// AuthFor says which authentication a request for rawURL gets from the
+// source sc whose start URLs are startURLs, as Source.Auth does, without
+// building a transport: explain -offline and status answer from the config.
+func AuthFor(sc *config.Source, startURLs []string, rawURL string) string {
+	if sc == nil || sc.Auth == nil {
+		return ""
+	}
+	own := map[string]bool{}
+	for _, u := range startURLs {
+		own[urlnorm.Origin(u)] = true
+	}
+	a, err := newAuth(sc.Name, sc.Auth, own, nil)
+	if err != nil {
+		return ""
+	}
+	return a.describe(rawURL)
+}
+
+// ResetAuth forgets a failed sign-in, so the next request tries again. The
+// crawler calls it as each cycle starts: within a cycle a source that could
+// not sign in is asked nothing more.
+func (s *Source) ResetAuth() {
+	if s.auth == nil {
+		return
+	}
+	s.auth.failed.set(nil)
+	if s.auth.form != nil {
+		s.auth.form.reset()
+	}
+	if s.auth.krb != nil {
+		s.auth.krb.reset()
+	}
+}
+
 // Get fetches a sitemap or a feed: redirects followed up to
 // fetch.max_redirects, the body stopped after limit decoded bytes with an
 // error. The caller closes the body.
 func (s *Source) Get(ctx context.Context, rawURL string, limit int64) (*http.Response, error) {
+	if f := s.formFor(rawURL); f != nil {
+		// A sitemap behind the login needs the session a page would have.
+		if _, err := f.session(ctx); err != nil {
+			return nil, err
+		}
+	}
 	req, err := http.NewRequestWithContext(withBodyLimit(ctx, limit), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
@@ -127,6 +194,12 @@ func (s *Source) Get(ctx context.Context, rawURL string, limit int64) (*http.Res
 // credentials: a site behind authentication serves its robots.txt behind
 // it too, and without them a 401 would read as "everything allowed".
 func (s *Source) Robots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
+	if f := s.formFor(robotsURL); f != nil {
+		// A robots.txt behind the login is the site's, not its login page.
+		if _, err := f.session(ctx); err != nil {
+			return 0, nil, err
+		}
+	}
 	// The cache reads one byte past what it parses, to know the file was cut.
 	req, err := http.NewRequestWithContext(withBodyLimit(ctx, robots.MaxSize+1), http.MethodGet, robotsURL, nil)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/gocolly/colly/v2"
 
@@ -103,7 +104,57 @@ func (s *Source) newPageFetch() *pageFetch {
 // own, following no redirect; the outcome, a failure included, is in the
 // response. ctx ends the request: a stopped crawl hangs up on the pages it
 // is fetching instead of waiting out fetch.timeout.
+//
+// Behind form sign-in, a page whose answer shows the session has ended
+// (a redirect to the login page, 401 or 403, the login form) is fetched
+// once more after one sign-in; a sign-in that fails is a SignInError in
+// Err, and so is a 401 to credentials of any other method.
 func (s *Source) Page(ctx context.Context, rawURL string, hdr http.Header) *Response {
+	f := s.formFor(rawURL)
+	if f == nil {
+		u, _ := url.Parse(rawURL)
+		if err := s.auth.held(u); err != nil {
+			return &Response{URL: rawURL, Err: err}
+		}
+		res := s.page(ctx, rawURL, hdr)
+		if res.Err == nil {
+			res.Err = s.auth.refused(u, res.Status)
+		}
+		return res
+	}
+	gen, err := f.session(ctx)
+	if err != nil {
+		return &Response{URL: rawURL, Err: err}
+	}
+	res := s.page(ctx, rawURL, hdr.Clone())
+	if !f.signedOut(res) || ctx.Err() != nil {
+		return res
+	}
+	if gen, err = f.renew(ctx, gen); err != nil {
+		return &Response{URL: rawURL, Err: err}
+	}
+	res = s.page(ctx, rawURL, hdr)
+	if f.signedOut(res) && ctx.Err() == nil {
+		if err := f.lost(gen, rawURL); err != nil {
+			return &Response{URL: rawURL, Err: err}
+		}
+	}
+	return res
+}
+
+// formFor is the form sign-in a request for rawURL goes through, or nil.
+func (s *Source) formFor(rawURL string) *formAuth {
+	if s.auth == nil || s.auth.form == nil {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || !s.auth.covers(u) {
+		return nil
+	}
+	return s.auth.form
+}
+
+func (s *Source) page(ctx context.Context, rawURL string, hdr http.Header) *Response {
 	s.setHeaders(hdr, rawURL)
 	hdr.Set("Accept", s.accept)
 	res := &Response{URL: rawURL}

@@ -75,7 +75,11 @@ func Classify(err error) (reason string, temporary bool) {
 	var addrErr *AddressError
 	var certErr *tls.CertificateVerificationError
 	var encErr *encodingError
+	var signIn *SignInError
 	switch {
+	case errors.As(err, &signIn):
+		// The source cannot authenticate: nothing is known about the URL yet.
+		return "auth_failed", true
 	case errors.As(err, &addrErr):
 		return addrErr.Reason, false
 	case errors.As(err, &encErr):
