@@ -305,8 +305,12 @@ func TestMIMETypesDecideWhatIsIndexed(t *testing.T) {
 	if d := def.DecideMIME("application/xhtml+xml", "http://site.example/x.php"); !d.Crawl {
 		t.Errorf("the default mime_types refuse XHTML: %+v", d)
 	}
-	if d := def.DecideMIME("application/pdf", "http://site.example/x.php"); d.Reason != ReasonMIMEType || !strings.HasSuffix(d.Rule, "mime_types") {
-		t.Errorf("default mime_types let a PDF in: %+v", d)
+	// The defaults are the types crawlspace reads: documents yes, archives and images no.
+	if d := def.DecideMIME("application/pdf", "http://site.example/x.php"); !d.Crawl {
+		t.Errorf("the default mime_types refuse a PDF: %+v", d)
+	}
+	if d := def.DecideMIME("application/zip", "http://site.example/x.php"); d.Reason != ReasonMIMEType || !strings.HasSuffix(d.Rule, "mime_types") {
+		t.Errorf("default mime_types let a zip archive in: %+v", d)
 	}
 }
 
