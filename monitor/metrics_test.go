@@ -63,7 +63,7 @@ func TestMetricsScrapedAfterACrawlEqualTheReport(t *testing.T) {
 	got := scrape(t, web.URL+"/metrics")
 
 	want := map[string]float64{
-		// /, /a, /b, /new, /quiet and /doc.pdf (its headers: the body is skipped)
+		// /, /a, /b, /new, /quiet and /figures (its headers: the body is skipped)
 		series("crawlspace_pages_fetched_total", "code", "2xx", "source", "site"): 6,
 		series("crawlspace_pages_fetched_total", "code", "3xx", "source", "site"): 1,
 		series("crawlspace_pages_fetched_total", "code", "4xx", "source", "site"): 1,

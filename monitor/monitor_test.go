@@ -16,8 +16,8 @@ import (
 )
 
 // mixedSite serves pages with every kind of outcome: good pages, a 404, a
-// 500, a redirect, a page robots.txt disallows, a noindex page and a PDF
-// outside the allowed MIME types.
+// 500, a redirect, a page robots.txt disallows, a noindex page and a CSV
+// file, of a type outside the default mime_types.
 func mixedSite(t testing.TB) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
@@ -31,7 +31,7 @@ func mixedSite(t testing.TB) *httptest.Server {
 		io.WriteString(w, "User-agent: *\nDisallow: /private\n")
 	})
 	mux.HandleFunc("/{$}", page(`<a href="/a">a</a> <a href="/b">b</a> <a href="/missing">m</a> <a href="/broken">x</a>
-		<a href="/old">o</a> <a href="/private/secret">p</a> <a href="/quiet">q</a> <a href="/doc.pdf">d</a>`))
+		<a href="/old">o</a> <a href="/private/secret">p</a> <a href="/quiet">q</a> <a href="/figures">d</a>`))
 	mux.HandleFunc("/a", page(`<p>Page a.</p><a href="/b">b</a>`))
 	mux.HandleFunc("/b", page(`<p>Page b.</p>`))
 	mux.HandleFunc("/new", page(`<p>Where /old went.</p>`))
@@ -41,9 +41,9 @@ func mixedSite(t testing.TB) *httptest.Server {
 	})
 	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/new", http.StatusMovedPermanently) })
 	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
-	mux.HandleFunc("/doc.pdf", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/pdf")
-		io.WriteString(w, "%PDF-1.4")
+	mux.HandleFunc("/figures", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/csv")
+		io.WriteString(w, "quarter,orders\nQ1,12840\n")
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
