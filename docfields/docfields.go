@@ -70,13 +70,15 @@ func IsPage(mediaType string) bool {
 	return mediaType == "text/html" || mediaType == "application/xhtml+xml"
 }
 
-// Generic reports whether a media type says nothing about what the body
-// is, so that its bytes decide: none at all, application/octet-stream and
-// the names servers give downloads.
+// Generic reports whether a media type says too little about what the
+// body is, so that its bytes decide: none at all, application/octet-stream
+// and the names servers give downloads, and zip, which is what a server
+// without the Office types calls a docx or an odt.
 func Generic(mediaType string) bool {
 	switch mediaType {
 	case "", "application/octet-stream", "binary/octet-stream", "application/unknown", "application/x-unknown",
-		"application/download", "application/x-download", "application/force-download":
+		"application/download", "application/x-download", "application/force-download",
+		"application/zip", "application/x-zip-compressed":
 		return true
 	}
 	return false

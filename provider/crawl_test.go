@@ -23,13 +23,16 @@ import (
 	"github.com/crawlspace/crawlspace/rules"
 )
 
-// demoPages are the pages of testdata/site reachable from its home page;
-// orphan.html is not linked and /policies/travel.html is a 404.
+// demoPages are the pages and documents of testdata/site reachable from
+// its home page and read without Tika; orphan.html is not linked and
+// /policies/travel.html is a 404.
 var demoPages = []string{
 	"/", "/about.html", "/contact.html",
 	"/docs/", "/docs/install.html", "/docs/configure.html",
 	"/docs/guide/crawling.html", "/docs/guide/rules.html",
+	"/docs/ordering-client-manual.pdf", "/docs/branch-price-list.docx",
 	"/news/", "/news/2026/search-launch.html", "/news/2026/annual-report.html", "/news/2026/osaka-warehouse.html",
+	"/news/2026/delivery-figures.xlsx",
 }
 
 func serveDemoSite(t *testing.T) *httptest.Server {
