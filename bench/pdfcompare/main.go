@@ -67,7 +67,23 @@ func main() {
 	cache := flag.String("cache", "/tmp/pdfc/wazero-cache", "wazero compilation cache directory")
 	libs := flag.String("libs", "pdfium,ledongthuc,reader", "extractors to compare")
 	timeout := flag.Duration("timeout", 5*time.Minute, "per file and extractor")
+	bench := flag.Bool("bench", false, "benchmark the reader beside pdftotext on -corpus (see bench/pdf) instead")
+	big := flag.String("big", "", "with -bench: a large PDF whose extraction's peak RSS is measured")
 	flag.Parse()
+	if *child == "readall" {
+		if err := readAll(*cache, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *bench {
+		if err := runBench(*corpus, *big, *cache, *timeout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *child != "" {
 		if err := runChild(*child, *in, *outFile, *cache); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -86,6 +102,9 @@ type childReport struct {
 	SetupCPU   float64 `json:"setup_cpu"`
 	ExtractCPU float64 `json:"extract_cpu"`
 	PeakRSSMB  float64 `json:"peak_rss_mb"`
+	// readall: the extraction's wall time and its documents.
+	Wall float64 `json:"wall"`
+	Docs int     `json:"docs"`
 }
 
 // vmHWM is a process's peak resident set in MB, 0 once it is gone.
@@ -114,6 +133,7 @@ type result struct {
 	order       float64
 	lig, hyph   int
 	words, refN int
+	rep         childReport // what a child of this command printed
 }
 
 func run(corpus, out, cache string, libs []string, timeout time.Duration) error {
@@ -234,6 +254,7 @@ func measure(timeout time.Duration, lib, file string, mb float64, name string, a
 	}
 	var rep childReport
 	if json.Unmarshal(stdout.Bytes(), &rep) == nil && rep.ExtractCPU > 0 {
+		r.rep = rep
 		r.cpu, r.setup = rep.ExtractCPU, rep.SetupCPU
 		r.rssMB = max(r.rssMB, rep.PeakRSSMB)
 	}

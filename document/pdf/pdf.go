@@ -93,6 +93,8 @@ const (
 	// minMemory is a little over the 18 MB (288 pages) pdfium.wasm
 	// declares as its initial memory: below it no instance can start.
 	minMemory = 20 << 20
+	// reuseBelow is the memory size up to which an instance is reused.
+	reuseBelow = 64 << 20
 )
 
 // Read reads one PDF file.
@@ -144,11 +146,17 @@ func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c 
 		close(stop)
 		select {
 		case <-killed:
+			return
 		default:
-			// Not reused: a fresh instance per document keeps one
-			// document's heap, however large it grew or however a hostile
-			// file left it, away from the next.
+		}
+		// An instance goes back to the pool only after a clean read
+		// that left it small: one that failed may be in any state, and
+		// WebAssembly memory never shrinks, so a big one would keep its
+		// memory while idle. Starting a fresh one costs ~30 ms.
+		if m := moduleOf(inst); err == nil && m != nil && m.Memory().Size() <= reuseBelow {
 			inst.Close()
+		} else {
+			inst.Kill()
 		}
 	}()
 	defer func() {
@@ -225,9 +233,10 @@ func (r *Reader) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
 		go func(cache wazero.CompilationCache) {
 			defer close(p.ready)
 			p.p, p.err = webassembly.Init(webassembly.Config{
-				// Instances come and go with documents; r.slots bounds
-				// them.
-				MinIdle: 0, MaxIdle: 0, MaxTotal: r.cfg.Instances,
+				// None is started before a document needs it; r.slots
+				// bounds those in use.
+				MinIdle: 0, MaxIdle: r.cfg.Instances, MaxTotal: r.cfg.Instances,
+				ReuseWorkers: true,
 				// No mounts: PDFium sees no file of the machine (go-pdfium
 				// mounts / when FSConfig is nil).
 				FSConfig: wazero.NewFSConfig(),
@@ -276,6 +285,7 @@ func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, lim document.
 
 	c := &document.Content{}
 	meta(inst, d, c)
+	fillFromXMP(data, c)
 	if n, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: d}); err == nil {
 		c.Pages = n.PageCount
 	} else {

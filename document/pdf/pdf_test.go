@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,8 +20,9 @@ import (
 
 // The fixtures and their pdftotext texts come from scripts/testdocs-pdf.
 
-// reader is shared: compiling PDFium takes seconds of CPU, once.
-var reader = NewReader(Config{})
+// reader is shared: compiling PDFium takes seconds of CPU, once, and the
+// cache keeps it for the next run and for the fuzzer's workers.
+var reader = NewReader(Config{CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
 
 func read(t testing.TB, name string) []byte {
 	t.Helper()
@@ -61,6 +63,7 @@ func TestReadBodyHasPdftotextsWordsInItsOrder(t *testing.T) {
 		{"asyrefcard.pdf", 0.97, 0.75},
 		{"amc.ja.pdf", 0.97, 0.90},
 		{"users-and-groups.pdf", 0.99, 0.98},
+		{"xmp-only.pdf", 0.99, 0.98},
 		{"encrypted-owner.pdf", 0.98, 0.95},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -117,6 +120,49 @@ func TestReadMetadataFromTheInfoDictionary(t *testing.T) {
 	c = mustRead(t, "users-and-groups.pdf", document.Limits{})
 	if c.Title != "Users and Groups in the Debian System" || c.Language != "en-US" || c.Pages != 8 {
 		t.Errorf("title %q, language %q, pages %d", c.Title, c.Language, c.Pages)
+	}
+}
+
+func TestReadMetadataFromXMPWhereInfoHasNone(t *testing.T) {
+	c := mustRead(t, "xmp-only.pdf", document.Limits{})
+	if c.Title != "Users and Groups in the Debian System" {
+		t.Errorf("title %q", c.Title)
+	}
+	if c.Created.IsZero() {
+		t.Error("no creation date")
+	}
+}
+
+func TestParseXMPPacket(t *testing.T) {
+	// An image's packet first, then the document's, in attribute form.
+	data := []byte(`<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+<rdf:Description xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title><rdf:Alt><rdf:li>photo.jpg</rdf:li></rdf:Alt></dc:title></rdf:Description>
+</rdf:RDF></x:xmpmeta> ... stream ...
+<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+<rdf:Description xmlns:pdf="http://ns.adobe.com/pdf/1.3/" xmlns:xmp="http://ns.adobe.com/xap/1.0/"
+ pdf:Producer="Word" pdf:Keywords="policy; travel, expenses" xmp:ModifyDate="2024-03-01T10:20:30+01:00"/>
+<rdf:Description xmlns:dc="http://purl.org/dc/elements/1.1/">
+ <dc:title><rdf:Alt><rdf:li xml:lang="x-default">Travel policy</rdf:li></rdf:Alt></dc:title>
+ <dc:creator><rdf:Seq><rdf:li>Ann Smith</rdf:li><rdf:li>Bob Jones</rdf:li></rdf:Seq></dc:creator>
+ <dc:description><rdf:Alt><rdf:li>How to travel</rdf:li></rdf:Alt></dc:description>
+ <dc:language><rdf:Bag><rdf:li>en-GB</rdf:li></rdf:Bag></dc:language>
+</rdf:Description></rdf:RDF></x:xmpmeta>`)
+	var c document.Content
+	fillFromXMP(data, &c)
+	want := document.Content{
+		Title: "Travel policy", Authors: []string{"Ann Smith", "Bob Jones"}, Subject: "How to travel",
+		Keywords: []string{"policy", "travel", "expenses"}, Language: "en-GB",
+		Modified: time.Date(2024, 3, 1, 9, 20, 30, 0, time.UTC),
+	}
+	if c.Title != want.Title || !slices.Equal(c.Authors, want.Authors) || c.Subject != want.Subject ||
+		!slices.Equal(c.Keywords, want.Keywords) || c.Language != want.Language || !c.Modified.Equal(want.Modified) {
+		t.Errorf("got %+v\nwant %+v", c, want)
+	}
+	// Info wins where it has a value.
+	c = document.Content{Title: "From Info"}
+	fillFromXMP(data, &c)
+	if c.Title != "From Info" {
+		t.Errorf("title %q", c.Title)
 	}
 }
 
@@ -393,12 +439,12 @@ func TestSplitAuthors(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	for _, n := range []string{"cnfsat.pdf", "users-and-groups.pdf", "scanned.pdf", "encrypted-user.pdf", "asyrefcard.pdf"} {
+	for _, n := range []string{"cnfsat.pdf", "users-and-groups.pdf", "scanned.pdf", "encrypted-user.pdf", "asyrefcard.pdf", "xmp-only.pdf"} {
 		f.Add(read(f, n))
 	}
 	f.Add(bigPDF(2))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c, err := reader.Read(ctx, data, document.Limits{MaxText: 4096, MaxMemory: 64 << 20})
 		if err != nil {
@@ -412,4 +458,19 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("body of %d bytes, or with a blank line", len(c.Body))
 		}
 	})
+}
+
+// BenchmarkRead is one small PDF (6 pages, 60 KB) per op: a fresh PDFium
+// instance and the extraction.
+func BenchmarkRead(b *testing.B) {
+	data := read(b, "cnfsat.pdf")
+	if _, err := reader.Read(context.Background(), data, document.Limits{}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := reader.Read(context.Background(), data, document.Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
