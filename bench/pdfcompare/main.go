@@ -59,13 +59,13 @@ import (
 )
 
 func main() {
-	child := flag.String("child", "", "internal: run one extractor (pdfium, ledongthuc, reader) on -in, text to -o")
+	child := flag.String("child", "", "internal: run one extractor (pdfium, pdfium-interruptible, ledongthuc, reader) on -in, text to -o")
 	in := flag.String("in", "", "internal: input PDF")
 	outFile := flag.String("o", "", "internal: output text")
 	corpus := flag.String("corpus", "/tmp/pdfc/corpus", "directory of PDFs")
 	out := flag.String("out", "/tmp/pdfc/out", "directory for the extracted texts")
 	cache := flag.String("cache", "/tmp/pdfc/wazero-cache", "wazero compilation cache directory")
-	libs := flag.String("libs", "pdfium,ledongthuc,reader", "extractors to compare")
+	libs := flag.String("libs", "pdfium,pdfium-interruptible,ledongthuc,reader", "extractors to compare")
 	timeout := flag.Duration("timeout", 5*time.Minute, "per file and extractor")
 	bench := flag.Bool("bench", false, "benchmark the reader beside pdftotext on -corpus (see bench/pdf) instead")
 	big := flag.String("big", "", "with -bench: a large PDF whose extraction's peak RSS is measured")
@@ -203,8 +203,10 @@ func coldCompile(self, cache, file string) (float64, error) {
 	}
 	defer os.RemoveAll(dir)
 	r := measure(time.Minute, "pdfium", file, 0, self, "-child", "pdfium", "-cache", dir, "-in", file, "-o", os.DevNull)
-	// Fill the real cache too.
-	measure(time.Minute, "pdfium", file, 0, self, "-child", "pdfium", "-cache", cache, "-in", file, "-o", os.DevNull)
+	// Fill the real cache too, for both builds of the module.
+	for _, lib := range []string{"pdfium", "pdfium-interruptible"} {
+		measure(time.Minute, lib, file, 0, self, "-child", lib, "-cache", cache, "-in", file, "-o", os.DevNull)
+	}
 	if r.err != "" {
 		return 0, fmt.Errorf("pdfium child: %s", r.err)
 	}
@@ -277,9 +279,9 @@ func runChild(lib, in, out, cache string) error {
 	var rep childReport
 	var text string
 	switch lib {
-	case "pdfium":
+	case "pdfium", "pdfium-interruptible":
 		t0 := selfCPU()
-		inst, closeFn, err := pdfiumInstance(cache)
+		inst, closeFn, err := pdfiumInstance(cache, lib == "pdfium-interruptible")
 		if err != nil {
 			return err
 		}
@@ -321,9 +323,12 @@ func runChild(lib, in, out, cache string) error {
 	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
-// pdfiumInstance is PDFium in wazero the way document/pdf runs it: no
-// directory mounts, output discarded.
-func pdfiumInstance(cache string) (pdfium.Pdfium, func(), error) {
+// pdfiumInstance is PDFium in wazero with no directory mounts and its
+// output discarded; interruptible is wazero's WithCloseOnContextDone,
+// which document/pdf sets so that a call can be stopped when ctx ends: its
+// checks in every loop and function cost CPU, which the
+// "pdfium-interruptible" column measures.
+func pdfiumInstance(cache string, interruptible bool) (pdfium.Pdfium, func(), error) {
 	cc, err := wazero.NewCompilationCacheWithDir(cache)
 	if err != nil {
 		return nil, nil, err
@@ -334,6 +339,7 @@ func pdfiumInstance(cache string) (pdfium.Pdfium, func(), error) {
 		Stdout:   io.Discard, Stderr: io.Discard,
 		RuntimeConfig: wazero.NewRuntimeConfig().
 			WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+			WithCloseOnContextDone(interruptible).
 			WithCompilationCache(cc),
 	})
 	if err != nil {

@@ -133,26 +133,25 @@ func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c 
 	// Once ctx ends, the instance is killed: wazero stops the call in
 	// flight (WithCloseOnContextDone) and every later call fails.
 	stop := make(chan struct{})
-	killed := make(chan struct{})
+	killed := make(chan bool, 1)
 	go func() {
 		select {
 		case <-ctx.Done():
 			inst.Kill()
-			close(killed)
+			killed <- true
 		case <-stop:
+			killed <- false
 		}
 	}()
 	defer func() {
 		close(stop)
-		select {
-		case <-killed:
+		if <-killed {
 			return
-		default:
 		}
 		// An instance goes back to the pool only after a clean read
 		// that left it small: one that failed may be in any state, and
 		// WebAssembly memory never shrinks, so a big one would keep its
-		// memory while idle. Starting a fresh one costs ~30 ms.
+		// memory while idle.
 		if m := moduleOf(inst); err == nil && m != nil && m.Memory().Size() <= reuseBelow {
 			inst.Close()
 		} else {
@@ -194,6 +193,7 @@ func timeout(err error) error { return &document.Error{Reason: document.ReasonTi
 // failed may have been large (a decompressed content stream, the
 // character table of a page of millions of characters).
 func nearLimit(inst pdfium.Pdfium, pages uint32) bool {
+	defer func() { recover() }() // the instance may be closing
 	m := moduleOf(inst)
 	return m != nil && 2*uint64(m.Memory().Size()) >= uint64(pages)*pageSize
 }
@@ -233,6 +233,8 @@ func (r *Reader) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
 		go func(cache wazero.CompilationCache) {
 			defer close(p.ready)
 			p.p, p.err = webassembly.Init(webassembly.Config{
+				// Instances are made with this context.
+				Context: experimental.WithMemoryAllocator(context.Background(), memoryAllocator()),
 				// None is started before a document needs it; r.slots
 				// bounds those in use.
 				MinIdle: 0, MaxIdle: r.cfg.Instances, MaxTotal: r.cfg.Instances,
