@@ -130,24 +130,19 @@ func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c 
 		return nil, &document.Error{Reason: document.ReasonFailed, Err: fmt.Errorf("pdfium instance: %w", err)}
 	}
 
-	// Once ctx ends, the instance is killed: wazero stops the call in
-	// flight (WithCloseOnContextDone) and every later call fails.
-	stop := make(chan struct{})
-	killed := make(chan bool, 1)
-	go func() {
-		select {
-		case <-ctx.Done():
-			inst.Kill()
-			killed <- true
-		case <-stop:
-			killed <- false
-		}
-	}()
+	// Runs last, once nothing runs on the instance's memory.
+	defer pin(inst)()
+
+	// PDFium's calls run under ctx: when it ends, wazero stops the call
+	// in flight (WithCloseOnContextDone) and every later call fails. The
+	// instance's own context is put back before it is reused.
+	restore, err := callContext(inst, ctx)
+	if err != nil {
+		inst.Kill()
+		return nil, &document.Error{Reason: document.ReasonFailed, Err: err}
+	}
 	defer func() {
-		close(stop)
-		if <-killed {
-			return
-		}
+		restore()
 		// An instance goes back to the pool only after a clean read
 		// that left it small: one that failed may be in any state, and
 		// WebAssembly memory never shrinks, so a big one would keep its
@@ -198,25 +193,54 @@ func nearLimit(inst pdfium.Pdfium, pages uint32) bool {
 	return m != nil && 2*uint64(m.Memory().Size()) >= uint64(pages)*pageSize
 }
 
-// moduleOf is the sandbox behind inst, nil if it cannot be had.
-func moduleOf(inst pdfium.Pdfium) (m api.Module) {
+// impl is go-pdfium's implementation behind inst, whose type is internal:
+// its exported fields Module and Context are reached by reflection.
+func impl(inst pdfium.Pdfium) (v reflect.Value, ok bool) {
 	defer func() {
 		if recover() != nil {
-			m = nil
+			ok = false
 		}
 	}()
-	// go-pdfium's implementation type is internal; its Module field is
-	// the way to the sandbox's memory.
-	v := reflect.ValueOf(inst.GetImplementation())
-	if v.Kind() != reflect.Pointer || v.IsNil() {
+	v = reflect.ValueOf(inst.GetImplementation())
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	return v.Elem(), true
+}
+
+// moduleOf is the sandbox behind inst, nil if it cannot be had.
+func moduleOf(inst pdfium.Pdfium) api.Module {
+	v, ok := impl(inst)
+	if !ok {
 		return nil
 	}
-	f := v.Elem().FieldByName("Module")
-	if !f.IsValid() {
+	f := v.FieldByName("Module")
+	if !f.IsValid() || !f.CanInterface() {
 		return nil
 	}
-	m, _ = f.Interface().(api.Module)
+	m, _ := f.Interface().(api.Module)
 	return m
+}
+
+var contextType = reflect.TypeFor[context.Context]()
+
+// callContext makes ctx the context of inst's calls into PDFium until
+// restore is called. go-pdfium calls under the instance's own context,
+// and its Kill, the one way it offers to stop a call, races with the call
+// (it writes fields the call reads) and frees the memory under it.
+func callContext(inst pdfium.Pdfium, ctx context.Context) (restore func(), err error) {
+	v, ok := impl(inst)
+	var f reflect.Value
+	if ok {
+		f = v.FieldByName("Context")
+	}
+	if !f.IsValid() || !f.CanSet() || f.Type() != contextType {
+		return nil, errors.New("pdfium: this go-pdfium has no Context field to stop a call with")
+	}
+	old := reflect.New(contextType).Elem()
+	old.Set(f)
+	f.Set(reflect.ValueOf(&ctx).Elem())
+	return func() { f.Set(old) }, nil
 }
 
 // pool is the pool for a memory limit, compiling PDFium the first time;
