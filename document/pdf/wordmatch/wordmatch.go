@@ -11,11 +11,24 @@ import (
 
 var wordRE = regexp.MustCompile(`[\p{L}\p{N}]+`)
 
-// Words are s's runs of letters and digits, lower-cased. A ligature
-// character (U+FB00..U+FB06) is a letter that matches nothing in a
-// decomposed text.
+// Words are s's runs of letters and digits, lower-cased, but a Han,
+// Hiragana or Katakana character is a word of its own: Chinese and
+// Japanese put no spaces between words, so a run would span a phrase and
+// end wherever the reference happened to break a line, and the measure
+// would score line breaks. A ligature character (U+FB00..U+FB06) is a
+// letter that matches nothing in a decomposed text.
 func Words(s string) []string {
-	return wordRE.FindAllString(strings.Map(unicode.ToLower, s), -1)
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) {
+			b.WriteByte(' ')
+			b.WriteRune(r)
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return wordRE.FindAllString(b.String(), -1)
 }
 
 // Recall is the share of ref's words that text has, as bags: a word twice
