@@ -1,9 +1,11 @@
 // Package pdf reads PDF files with PDFium compiled to WebAssembly
 // (github.com/klippa-app/go-pdfium) and run in wazero: no cgo, and a parse
-// that goes wrong stays in its sandbox. Each document gets a fresh
-// instance whose memory is capped at Limits.MaxMemory, which sees no
-// directory of the machine, and which is closed as soon as ctx ends.
-// docs/documents.md says why PDFium and not a pure-Go parser.
+// that goes wrong stays in its sandbox. A document is read in an instance
+// whose memory is capped at Limits.MaxMemory, which sees no directory of
+// the machine, and whose work stops as soon as ctx ends; an instance is
+// used again only after a clean read that left it small.
+// docs/documents.md says why PDFium and not a pure-Go parser, and what
+// the sandbox costs.
 package pdf
 
 import (
@@ -173,9 +175,12 @@ func classify(ctx context.Context, inst pdfium.Pdfium, pages uint32, err error) 
 	case errors.As(err, &de):
 		return err
 	case errors.Is(err, pdfiumerrors.ErrPassword), errors.Is(err, pdfiumerrors.ErrSecurity):
-		return &document.Error{Reason: document.ReasonEncrypted, Err: err}
+		return &document.Error{Reason: document.ReasonEncrypted, Err: fmt.Errorf("pdfium: %w", err)}
 	case nearLimit(inst, pages):
 		return &document.Error{Reason: document.ReasonTooLarge, Err: fmt.Errorf("pdfium reached its memory limit of %d MB: %w", pages/16, err)}
+	}
+	if !strings.HasPrefix(err.Error(), "pdfium: ") {
+		err = fmt.Errorf("pdfium: %w", err)
 	}
 	return &document.Error{Reason: document.ReasonCorrupt, Err: err}
 }
