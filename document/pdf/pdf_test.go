@@ -475,3 +475,41 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+func TestNewReaderCompilesNothingBeforeTheFirstPDF(t *testing.T) {
+	r := NewReader(Config{})
+	defer r.Close()
+	if r.cache != nil || len(r.pools) != 0 {
+		t.Error("NewReader set up PDFium")
+	}
+	// Refused before PDFium is needed.
+	r.Read(context.Background(), make([]byte, 300<<20), document.Limits{})
+	if r.cache != nil || len(r.pools) != 0 {
+		t.Error("a file refused for its size set up PDFium")
+	}
+}
+
+func TestReadsCancelledWhileOthersRunLeaveTheReaderWorking(t *testing.T) {
+	r := NewReader(Config{Instances: 2, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	defer r.Close()
+	data, small := big(), read(t, "cnfsat.pdf")
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(50+100*i)*time.Millisecond)
+			defer cancel()
+			if _, err := r.Read(ctx, data, document.Limits{}); document.ReasonOf(err) != document.ReasonTimeout {
+				t.Errorf("read %d: %v", i, err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := r.Read(context.Background(), small, document.Limits{}); err != nil {
+				t.Errorf("small read beside %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if c, err := r.Read(context.Background(), small, document.Limits{}); err != nil || c.Pages != 6 {
+		t.Errorf("after: %v", err)
+	}
+}
