@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package pdf
+
+const mapNoReserve = 0

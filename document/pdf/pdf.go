@@ -1,0 +1,527 @@
+// Package pdf reads PDF files with PDFium compiled to WebAssembly
+// (github.com/klippa-app/go-pdfium) and run in wazero: no cgo, and a parse
+// that goes wrong stays in its sandbox. A document is read in an instance
+// whose memory is capped at Limits.MaxMemory, which sees no directory of
+// the machine, and whose work stops as soon as ctx ends; an instance is
+// used again only after a clean read that left it small.
+// docs/documents.md says why PDFium and not a pure-Go parser, and what
+// the sandbox costs.
+package pdf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klippa-app/go-pdfium"
+	"github.com/klippa-app/go-pdfium/enums"
+	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
+	"github.com/klippa-app/go-pdfium/references"
+	"github.com/klippa-app/go-pdfium/requests"
+	"github.com/klippa-app/go-pdfium/webassembly"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/crawlspace/crawlspace/document"
+)
+
+// Config sets up a Reader.
+type Config struct {
+	// CacheDir, if set, is a directory where wazero keeps PDFium's
+	// compiled machine code, so that a process after the first starts
+	// reading PDFs in about 0.1 s of CPU instead of about 3.5 s. Empty
+	// means the code is compiled once per process, at the first PDF.
+	CacheDir string
+	// Instances bounds the PDFium sandboxes that run at once; more Reads
+	// wait. Zero means GOMAXPROCS.
+	Instances int
+}
+
+// Reader reads PDF files. It is safe for concurrent use. Nothing is
+// compiled before the first Read: a crawl that meets no PDF pays nothing.
+type Reader struct {
+	cfg   Config
+	slots chan struct{}
+
+	mu    sync.Mutex
+	cache wazero.CompilationCache
+	pools map[uint32]*pool // by memory limit in pages
+}
+
+// pool is go-pdfium's pool of PDFium instances for one memory limit,
+// compiled in the background; ready is closed when pool or err is set.
+type pool struct {
+	ready chan struct{}
+	p     pdfium.Pool
+	err   error
+}
+
+// NewReader is a Reader; see Config.
+func NewReader(cfg Config) *Reader {
+	if cfg.Instances <= 0 {
+		cfg.Instances = runtime.GOMAXPROCS(0)
+	}
+	return &Reader{cfg: cfg, slots: make(chan struct{}, cfg.Instances), pools: map[uint32]*pool{}}
+}
+
+// Close releases the compiled module and any sandbox still open.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for k, p := range r.pools {
+		<-p.ready
+		if p.p != nil {
+			errs = append(errs, p.p.Close())
+		}
+		delete(r.pools, k)
+	}
+	if r.cache != nil {
+		errs = append(errs, r.cache.Close(context.Background()))
+		r.cache = nil
+	}
+	return errors.Join(errs...)
+}
+
+const (
+	pageSize = 64 << 10 // a WebAssembly memory page
+	// minMemory is a little over the 18 MB (288 pages) pdfium.wasm
+	// declares as its initial memory: below it no instance can start.
+	minMemory = 20 << 20
+	// reuseBelow is the memory size up to which an instance is reused.
+	reuseBelow = 64 << 20
+)
+
+// Read reads one PDF file.
+func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *document.Content, err error) {
+	lim = lim.WithDefaults()
+	if err := ctx.Err(); err != nil {
+		return nil, timeout(err)
+	}
+	if lim.MaxMemory < minMemory {
+		return nil, document.Errorf(document.ReasonTooLarge, "a sandbox of %d bytes is too small for PDFium, which needs %d", lim.MaxMemory, minMemory)
+	}
+	// The file is copied into the sandbox, whose parse needs room too.
+	if int64(len(data)) >= lim.MaxMemory/2 {
+		return nil, document.Errorf(document.ReasonTooLarge, "a PDF of %d bytes does not fit a sandbox of %d bytes", len(data), lim.MaxMemory)
+	}
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, timeout(ctx.Err())
+	}
+	defer func() { <-r.slots }()
+
+	pages := uint32(min(lim.MaxMemory/pageSize, 65536))
+	p, err := r.pool(ctx, pages)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := p.GetInstanceWithContext(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, timeout(ctx.Err())
+		}
+		return nil, &document.Error{Reason: document.ReasonFailed, Err: fmt.Errorf("pdfium instance: %w", err)}
+	}
+
+	// Runs last, once nothing runs on the instance's memory.
+	defer pin(inst)()
+
+	// PDFium's calls run under ctx: when it ends, wazero stops the call
+	// in flight (WithCloseOnContextDone) and every later call fails. The
+	// instance's own context is put back before it is reused.
+	restore, err := callContext(inst, ctx)
+	if err != nil {
+		inst.Kill()
+		return nil, &document.Error{Reason: document.ReasonFailed, Err: err}
+	}
+	defer func() {
+		restore()
+		// An instance goes back to the pool only after a clean read
+		// that left it small: one that failed may be in any state, and
+		// WebAssembly memory never shrinks, so a big one would keep its
+		// memory while idle.
+		if m := moduleOf(inst); err == nil && m != nil && m.Memory().Size() <= reuseBelow {
+			inst.Close()
+		} else {
+			inst.Kill()
+		}
+	}()
+	defer func() {
+		if v := recover(); v != nil {
+			c, err = nil, fmt.Errorf("pdfium: panic: %v", v)
+		}
+		if err != nil {
+			err = classify(ctx, inst, pages, err)
+		}
+	}()
+	return extract(ctx, inst, data, lim)
+}
+
+// classify turns an error from PDFium into the document.Error it means.
+func classify(ctx context.Context, inst pdfium.Pdfium, pages uint32, err error) error {
+	var de *document.Error
+	switch {
+	case ctx.Err() != nil:
+		return timeout(ctx.Err())
+	case errors.As(err, &de):
+		return err
+	case errors.Is(err, pdfiumerrors.ErrPassword), errors.Is(err, pdfiumerrors.ErrSecurity):
+		return &document.Error{Reason: document.ReasonEncrypted, Err: fmt.Errorf("pdfium: %w", err)}
+	case nearLimit(inst, pages):
+		return &document.Error{Reason: document.ReasonTooLarge, Err: fmt.Errorf("pdfium reached its memory limit of %d MB: %w", pages/16, err)}
+	}
+	if !strings.HasPrefix(err.Error(), "pdfium: ") {
+		err = fmt.Errorf("pdfium: %w", err)
+	}
+	return &document.Error{Reason: document.ReasonCorrupt, Err: err}
+}
+
+func timeout(err error) error { return &document.Error{Reason: document.ReasonTimeout, Err: err} }
+
+// nearLimit says the instance has used half its memory limit or more: an
+// allocation failed for want of room rather than for a broken file. Half,
+// not all: PDFium fails an allocation it cannot have, and the one that
+// failed may have been large (a decompressed content stream, the
+// character table of a page of millions of characters).
+func nearLimit(inst pdfium.Pdfium, pages uint32) bool {
+	defer func() { recover() }() // the instance may be closing
+	m := moduleOf(inst)
+	return m != nil && 2*uint64(m.Memory().Size()) >= uint64(pages)*pageSize
+}
+
+// impl is go-pdfium's implementation behind inst, whose type is internal:
+// its exported fields Module and Context are reached by reflection.
+func impl(inst pdfium.Pdfium) (v reflect.Value, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	v = reflect.ValueOf(inst.GetImplementation())
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	return v.Elem(), true
+}
+
+// moduleOf is the sandbox behind inst, nil if it cannot be had.
+func moduleOf(inst pdfium.Pdfium) api.Module {
+	v, ok := impl(inst)
+	if !ok {
+		return nil
+	}
+	f := v.FieldByName("Module")
+	if !f.IsValid() || !f.CanInterface() {
+		return nil
+	}
+	m, _ := f.Interface().(api.Module)
+	return m
+}
+
+var contextType = reflect.TypeFor[context.Context]()
+
+// callContext makes ctx the context of inst's calls into PDFium until
+// restore is called. go-pdfium calls under the instance's own context,
+// and its Kill, the one way it offers to stop a call, races with the call
+// (it writes fields the call reads) and frees the memory under it.
+func callContext(inst pdfium.Pdfium, ctx context.Context) (restore func(), err error) {
+	v, ok := impl(inst)
+	var f reflect.Value
+	if ok {
+		f = v.FieldByName("Context")
+	}
+	if !f.IsValid() || !f.CanSet() || f.Type() != contextType {
+		return nil, errors.New("pdfium: this go-pdfium has no Context field to stop a call with")
+	}
+	old := reflect.New(contextType).Elem()
+	old.Set(f)
+	f.Set(reflect.ValueOf(&ctx).Elem())
+	return func() { f.Set(old) }, nil
+}
+
+// pool is the pool for a memory limit, compiling PDFium the first time;
+// ctx bounds only the wait.
+func (r *Reader) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
+	r.mu.Lock()
+	p, ok := r.pools[pages]
+	if !ok {
+		p = &pool{ready: make(chan struct{})}
+		r.pools[pages] = p
+		if r.cache == nil {
+			r.cache = r.newCache()
+		}
+		go func(cache wazero.CompilationCache) {
+			defer close(p.ready)
+			p.p, p.err = webassembly.Init(webassembly.Config{
+				// Instances are made with this context.
+				Context: experimental.WithMemoryAllocator(context.Background(), memoryAllocator()),
+				// None is started before a document needs it; r.slots
+				// bounds those in use.
+				MinIdle: 0, MaxIdle: r.cfg.Instances, MaxTotal: r.cfg.Instances,
+				ReuseWorkers: true,
+				// No mounts: PDFium sees no file of the machine (go-pdfium
+				// mounts / when FSConfig is nil).
+				FSConfig: wazero.NewFSConfig(),
+				Stdout:   io.Discard,
+				Stderr:   io.Discard,
+				RuntimeConfig: wazero.NewRuntimeConfig().
+					WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+					WithMemoryLimitPages(pages).
+					WithCloseOnContextDone(true).
+					WithCompilationCache(cache),
+			})
+			if p.err != nil {
+				p.err = &document.Error{Reason: document.ReasonFailed, Err: fmt.Errorf("pdfium: %w", p.err)}
+			}
+		}(r.cache)
+	}
+	r.mu.Unlock()
+	select {
+	case <-p.ready:
+		return p.p, p.err
+	case <-ctx.Done():
+		return nil, timeout(ctx.Err())
+	}
+}
+
+// newCache is the compilation cache the pools of all memory limits share:
+// in CacheDir if it is usable, else in memory.
+func (r *Reader) newCache() wazero.CompilationCache {
+	if r.cfg.CacheDir != "" {
+		if c, err := wazero.NewCompilationCacheWithDir(r.cfg.CacheDir); err == nil {
+			return c
+		}
+	}
+	return wazero.NewCompilationCache()
+}
+
+// extract reads metadata, links and text. A page PDFium cannot load is
+// skipped: a damaged file gives what it can.
+func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, lim document.Limits) (*document.Content, error) {
+	doc, err := inst.OpenDocument(&requests.OpenDocument{File: &data})
+	if err != nil {
+		return nil, err
+	}
+	d := doc.Document
+	defer inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: d})
+
+	c := &document.Content{}
+	meta(inst, d, c)
+	fillFromXMP(data, c)
+	if n, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: d}); err == nil {
+		c.Pages = n.PageCount
+	} else {
+		return nil, err
+	}
+	if fc, err := inst.FPDFBookmark_GetFirstChild(&requests.FPDFBookmark_GetFirstChild{Document: d}); err == nil && fc.Bookmark != nil {
+		if t, err := inst.FPDFBookmark_GetTitle(&requests.FPDFBookmark_GetTitle{Bookmark: *fc.Bookmark}); err == nil {
+			c.Heading = clean(t.Title)
+		}
+	}
+
+	body := document.NewText(lim.MaxText)
+	seen := map[string]bool{}
+	for i := 0; i < c.Pages; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, timeout(err)
+		}
+		page, err := inst.FPDF_LoadPage(&requests.FPDF_LoadPage{Document: d, Index: i})
+		if err != nil {
+			// A page PDFium cannot parse is skipped; a trap (PDFium
+			// aborted, often for want of memory) ends the sandbox's use.
+			if ctx.Err() != nil || strings.Contains(err.Error(), "wasm error") {
+				return nil, err
+			}
+			continue
+		}
+		if !body.Full() {
+			text, err := pageText(inst, page.Page)
+			if err != nil {
+				inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: page.Page})
+				return nil, err
+			}
+			writePage(body, text)
+		}
+		for _, l := range pageLinks(inst, d, page.Page) {
+			if !seen[l] {
+				seen[l] = true
+				c.Links = append(c.Links, l)
+			}
+		}
+		inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: page.Page})
+	}
+	c.Body, c.Truncated = body.String(), body.Truncated()
+	return c, nil
+}
+
+func pageText(inst pdfium.Pdfium, page references.FPDF_PAGE) (string, error) {
+	tp, err := inst.FPDFText_LoadPage(&requests.FPDFText_LoadPage{Page: requests.Page{ByReference: &page}})
+	if err != nil {
+		return "", err
+	}
+	defer inst.FPDFText_ClosePage(&requests.FPDFText_ClosePage{TextPage: tp.TextPage})
+	n, err := inst.FPDFText_CountChars(&requests.FPDFText_CountChars{TextPage: tp.TextPage})
+	if err != nil || n.Count <= 0 {
+		return "", err
+	}
+	t, err := inst.FPDFText_GetText(&requests.FPDFText_GetText{TextPage: tp.TextPage, Count: n.Count})
+	if err != nil {
+		return "", err
+	}
+	return t.Text, nil
+}
+
+// pageLinks are the targets of a page's link annotations with a URI
+// action, in the order PDFium enumerates them.
+func pageLinks(inst pdfium.Pdfium, d references.FPDF_DOCUMENT, page references.FPDF_PAGE) []string {
+	var links []string
+	pos := 0
+	for range 10000 {
+		e, err := inst.FPDFLink_Enumerate(&requests.FPDFLink_Enumerate{Page: requests.Page{ByReference: &page}, StartPos: pos})
+		if err != nil || e.Link == nil || e.NextStartPos == nil || *e.NextStartPos <= pos {
+			break
+		}
+		pos = *e.NextStartPos
+		a, err := inst.FPDFLink_GetAction(&requests.FPDFLink_GetAction{Link: *e.Link})
+		if err != nil || a.Action == nil {
+			continue
+		}
+		t, err := inst.FPDFAction_GetType(&requests.FPDFAction_GetType{Action: *a.Action})
+		if err != nil || t.Type != enums.FPDF_ACTION_ACTION_URI {
+			continue
+		}
+		u, err := inst.FPDFAction_GetURIPath(&requests.FPDFAction_GetURIPath{Document: d, Action: *a.Action})
+		if err != nil || u.URIPath == nil {
+			continue
+		}
+		if s := strings.TrimSpace(*u.URIPath); s != "" {
+			links = append(links, s)
+		}
+	}
+	return links
+}
+
+// meta fills what the Info dictionary and the catalog say.
+func meta(inst pdfium.Pdfium, d references.FPDF_DOCUMENT, c *document.Content) {
+	get := func(tag string) string {
+		m, err := inst.FPDF_GetMetaText(&requests.FPDF_GetMetaText{Document: d, Tag: tag})
+		if err != nil {
+			return ""
+		}
+		return clean(m.Value)
+	}
+	c.Title = get("Title")
+	c.Authors = authors(get("Author"))
+	c.Subject = get("Subject")
+	c.Keywords = split(get("Keywords"), ",;")
+	c.Modified = parseDate(get("ModDate"))
+	c.Created = parseDate(get("CreationDate"))
+	if l, err := inst.FPDFCatalog_GetLanguage(&requests.FPDFCatalog_GetLanguage{Document: d}); err == nil {
+		c.Language = clean(l.Language)
+	}
+}
+
+// clean is a metadata string on one line, without the NULs and byte-order
+// marks some producers leave in.
+func clean(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case 0, '\ufeff', '\ufffe':
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// authors splits an Author entry on semicolons, and on commas when every
+// part between them has a space ("Ann Smith, Bob Jones"), which keeps
+// "Smith, Ann" whole.
+func authors(s string) []string {
+	var out []string
+	for _, a := range split(s, ";") {
+		parts := split(a, ",")
+		whole := len(parts) < 2
+		for _, p := range parts {
+			if !strings.Contains(p, " ") {
+				whole = true
+			}
+		}
+		if whole {
+			out = append(out, a)
+		} else {
+			out = append(out, parts...)
+		}
+	}
+	return out
+}
+
+func split(s, seps string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// parseDate reads a PDF date, D:YYYYMMDDHHmmSSOHH'mm', of which everything
+// after the year may be missing; "" or an unreadable date is the zero time.
+func parseDate(s string) time.Time {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "D:")
+	num := func(i, n, def int) (int, bool) {
+		if len(s) < i+n {
+			return def, len(s) <= i
+		}
+		v := 0
+		for _, b := range []byte(s[i : i+n]) {
+			if b < '0' || b > '9' {
+				return 0, false
+			}
+			v = v*10 + int(b-'0')
+		}
+		return v, true
+	}
+	y, ok := num(0, 4, 0)
+	if !ok || len(s) < 4 {
+		return time.Time{}
+	}
+	var f [5]int
+	defs := [5]int{1, 1, 0, 0, 0}
+	for k := range f {
+		if f[k], ok = num(4+2*k, 2, defs[k]); !ok {
+			return time.Time{}
+		}
+	}
+	loc := time.UTC
+	if len(s) > 14 {
+		switch sign := s[14]; sign {
+		case '+', '-':
+			hh, _ := num(15, 2, 0)
+			mm, _ := num(18, 2, 0)
+			if len(s) > 17 && s[17] != '\'' {
+				mm, _ = num(17, 2, 0)
+			}
+			off := hh*3600 + mm*60
+			if sign == '-' {
+				off = -off
+			}
+			loc = time.FixedZone("", off)
+		}
+	}
+	t := time.Date(y, time.Month(f[0]), f[1], f[2], f[3], f[4], 0, loc)
+	if f[0] < 1 || f[0] > 12 || f[1] < 1 || f[1] > 31 || t.Month() != time.Month(f[0]) {
+		return time.Time{}
+	}
+	return t
+}
