@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/document/office"
+	"github.com/crawlspace/crawlspace/document/pdf"
 	"github.com/crawlspace/crawlspace/document/rtf"
 	"github.com/crawlspace/crawlspace/document/text"
 	"github.com/crawlspace/crawlspace/document/tika"
@@ -49,6 +52,7 @@ type Format struct {
 // add it here.
 var formats = []Format{
 	{Types: []string{"text/html", "application/xhtml+xml"}, New: newHTML},
+	{Types: []string{"application/pdf"}, Magic: isPDF, Reader: newPDF},
 	officeFormat(office.DOCX), officeFormat(office.XLSX), officeFormat(office.PPTX),
 	officeFormat(office.ODT), officeFormat(office.ODS), officeFormat(office.ODP),
 	{Types: []string{"application/rtf", "text/rtf"}, Magic: isRTF, Reader: reader(rtf.Reader{})},
@@ -83,6 +87,21 @@ func officeFormat(k office.Kind) Format {
 			return ok && got == k
 		}}
 }
+
+// newPDF opens the PDF reader, which compiles PDFium at the first PDF; its
+// compiled code is kept in the user's cache directory, so a later process
+// starts reading PDFs in a tenth of a second instead of seconds.
+func newPDF(*config.Config) (document.Reader, error) {
+	var dir string
+	if base, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(base, "crawlspace", "pdfium")
+	}
+	return pdf.NewReader(pdf.Config{CacheDir: dir}), nil
+}
+
+// isPDF finds the %PDF- header where readers look for it: within the first
+// KB, since servers and producers put junk before it.
+func isPDF(b []byte) bool { return prefixWithin(b, []byte("%PDF-"), 1024) }
 
 func isRTF(b []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n"), []byte(`{\rtf`))
