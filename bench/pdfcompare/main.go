@@ -55,7 +55,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/document"
 	pdfreader "github.com/crawlspace/crawlspace/document/pdf"
-	"github.com/crawlspace/crawlspace/document/pdf/wordmatch"
+	"github.com/crawlspace/crawlspace/internal/wordmatch"
 )
 
 func main() {

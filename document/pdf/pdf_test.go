@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/document"
-	"github.com/crawlspace/crawlspace/document/pdf/wordmatch"
+	"github.com/crawlspace/crawlspace/internal/wordmatch"
 )
 
 // The fixtures and their pdftotext texts come from scripts/testdocs-pdf.
