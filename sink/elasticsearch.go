@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
@@ -191,7 +192,7 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	s := &Elasticsearch{
 		cfg:           cfg,
 		alias:         cfg.Index,
-		physical:      docfields.PhysicalIndex(cfg.Index, extra),
+		physical:      docfields.PhysicalIndexWith(cfg.Index, extra, cfg.IndexOptions()),
 		onResult:      onResult,
 		flushBytes:    cfg.BulkFlushBytes,
 		flushInterval: cfg.BulkFlushInterval.D(),
@@ -244,7 +245,7 @@ func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsear
 	default:
 		return fmt.Errorf("elasticsearch: checking index %s: %s", s.physical, res.Status())
 	}
-	body := docfields.Mapping(extra)
+	body := docfields.MappingWith(extra, cfg.IndexOptions())
 	settings := body["settings"].(map[string]any)
 	settings["number_of_shards"] = cfg.Shards
 	settings["number_of_replicas"] = *cfg.Replicas
@@ -511,7 +512,11 @@ func (s *Elasticsearch) send(batch []*write, body []byte) {
 // bulk sends a _bulk body and returns its n items, or the error that
 // leaves every write of it to be sent again.
 func (s *Elasticsearch) bulk(ctx context.Context, body []byte, n int) ([]bulkItem, error) {
-	res, err := s.client.Bulk(bytes.NewReader(body), s.client.Bulk.WithContext(ctx), s.client.Bulk.WithIndex(s.physical))
+	opts := []func(*esapi.BulkRequest){s.client.Bulk.WithContext(ctx), s.client.Bulk.WithIndex(s.physical)}
+	if s.cfg.Pipeline != "" {
+		opts = append(opts, s.client.Bulk.WithPipeline(s.cfg.Pipeline))
+	}
+	res, err := s.client.Bulk(bytes.NewReader(body), opts...)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within elasticsearch.request_timeout (%s): %w", s.timeout, err)
