@@ -6,7 +6,10 @@
 package config
 
 import (
+	"strconv"
 	"time"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // Config is one crawlspace configuration file.
@@ -66,6 +69,20 @@ type Elasticsearch struct {
 	// TLS handshake and the wait for the answer. A node that takes longer
 	// is treated as unreachable and the writes are sent again.
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// Pipeline is the ingest pipeline every write goes through (the _bulk
+	// pipeline parameter); empty for none, or the index's default.
+	Pipeline string `yaml:"pipeline"`
+	// RefreshInterval is index.refresh_interval of the physical index;
+	// zero leaves Elasticsearch's default.
+	RefreshInterval Duration `yaml:"refresh_interval"`
+	// Analysis is index.analysis of the physical index: section (analyzer,
+	// tokenizer, filter, char_filter, normalizer) → name → definition, as
+	// Elasticsearch takes them.
+	Analysis map[string]map[string]any `yaml:"analysis"`
+	// Analyzers sets the analyzer of text fields: field → analyzer name.
+	Analyzers map[string]string `yaml:"analyzers"`
+	// Subfields adds multi-fields to fields: field → name → mapping.
+	Subfields map[string]map[string]map[string]any `yaml:"subfields"`
 }
 
 // Output is the file sink, used when Elasticsearch is not configured.
@@ -288,4 +305,14 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // Position is a place in a configuration file.
 type Position struct {
 	Line, Column int
+}
+
+// IndexOptions are the settings of the physical index a team sets here, in
+// the form docfields builds the index from and names it by.
+func (es *Elasticsearch) IndexOptions() docfields.IndexOptions {
+	o := docfields.IndexOptions{Analysis: es.Analysis, Analyzers: es.Analyzers, Subfields: es.Subfields}
+	if es.RefreshInterval > 0 {
+		o.RefreshInterval = strconv.FormatInt(es.RefreshInterval.D().Milliseconds(), 10) + "ms"
+	}
+	return o
 }

@@ -205,6 +205,17 @@ func (d *decoder) fill(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetString(n.Value)
+	case reflect.Interface:
+		// Settings passed to Elasticsearch as they are (index analysis,
+		// sub-field mappings): plain YAML values, checked by the cluster.
+		x, ok := d.freeform(n, path)
+		switch {
+		case !ok:
+			// Reported inside; validation must not add "not a mapping".
+			d.bad[path] = true
+		case x != nil:
+			v.Set(reflect.ValueOf(x))
+		}
 	case reflect.Bool:
 		d.boolean(n, v, path)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -214,6 +225,60 @@ func (d *decoder) fill(n *yaml.Node, v reflect.Value, path string) {
 		// does not know; say so rather than silently skip the value.
 		d.errorAt(n, path, "internal error: cannot decode into %s", v.Type())
 	}
+}
+
+// freeform decodes n into strings, numbers, booleans, nil, []any and
+// map[string]any, the values JSON can carry, with the checks every value
+// gets: tags, duplicate keys, aliases and the node budget.
+func (d *decoder) freeform(n *yaml.Node, path string) (any, bool) {
+	if !d.spend(n, path) {
+		return nil, false
+	}
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil || d.expanding[n] {
+			d.errorAt(n, path, "alias *%s refers to itself", n.Value)
+			return nil, false
+		}
+		d.expanding[n] = true
+		defer delete(d.expanding, n)
+		n = n.Alias
+	}
+	if tag := n.ShortTag(); !knownTags[tag] || tag == "!!timestamp" {
+		d.errorAt(n, path, "YAML tag %s is not supported here", tag)
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for _, e := range d.entries(n, path) {
+			x, ok := d.freeform(e.val, joinPath(path, e.key.Value))
+			if !ok {
+				return nil, false
+			}
+			m[e.key.Value] = x
+		}
+		return m, true
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			x, ok := d.freeform(item, indexPath(path, i))
+			if !ok {
+				return nil, false
+			}
+			l = append(l, x)
+		}
+		return l, true
+	}
+	var x any
+	if err := n.Decode(&x); err != nil {
+		d.errorAt(n, path, "%v", err)
+		return nil, false
+	}
+	if f, ok := x.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+		d.errorAt(n, path, "%s is not a number JSON can carry", n.Value)
+		return nil, false
+	}
+	return x, true
 }
 
 func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {

@@ -323,6 +323,96 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 		k.errorf(p+".api_key", "use either api_key or username and password, not both")
 	}
 	k.readable(p+".ca_file", es.CAFile)
+	if k.has(p + ".pipeline") {
+		k.nonEmpty(p+".pipeline", es.Pipeline)
+	}
+	if k.has(p + ".refresh_interval") {
+		k.span(p+".refresh_interval", es.RefreshInterval, Duration(100*time.Millisecond), Duration(time.Hour))
+	}
+	k.indexOptions(es)
+}
+
+// analysisSections are the parts of index.analysis Elasticsearch knows.
+var analysisSections = []string{"analyzer", "char_filter", "filter", "normalizer", "tokenizer"}
+
+// indexOptions checks the shape of analysis, analyzers and subfields and the
+// fields they name; what the definitions say is the cluster's to check, when
+// it creates the index.
+func (k *checker) indexOptions(es *Elasticsearch) {
+	const p = "elasticsearch"
+	for _, section := range slices.Sorted(maps.Keys(es.Analysis)) {
+		sp := p + ".analysis." + section
+		if !slices.Contains(analysisSections, section) {
+			k.errorf(sp, "%q is not a part of index analysis; use %s", section, strings.Join(analysisSections, ", "))
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(es.Analysis[section])) {
+			if _, ok := es.Analysis[section][name].(map[string]any); !ok {
+				k.errorf(sp+"."+name, "must be a mapping such as {type: custom, tokenizer: standard, filter: [lowercase]}")
+			}
+		}
+	}
+	textField := func(f string) bool {
+		return slices.Contains(docfields.TextFields, f) || k.c.ExtraFields[f] == "text"
+	}
+	for _, field := range slices.Sorted(maps.Keys(es.Analyzers)) {
+		fp := p + ".analyzers." + field
+		switch {
+		case !textField(field):
+			k.errorf(fp, "%s is not a text field; analyzers apply to %s and extra fields of type text", field, strings.Join(docfields.TextFields, ", "))
+		case k.nonEmpty(fp, es.Analyzers[field]):
+			k.analyzer(fp, es, es.Analyzers[field])
+		}
+	}
+	for _, field := range slices.Sorted(maps.Keys(es.Subfields)) {
+		fp := p + ".subfields." + field
+		if _, extra := k.c.ExtraFields[field]; !extra && !docfields.IsField(field) {
+			k.errorf(fp, "%s is not a doc_ field nor declared in extra_fields", field)
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(es.Subfields[field])) {
+			np := fp + "." + name
+			switch def := es.Subfields[field][name]; {
+			case !validSubfield(name):
+				k.errorf(np, "%q is not a sub-field name: lower-case letters, digits and _", name)
+			case slices.Contains(docfields.BuiltinSubfields[field], name):
+				k.errorf(np, "%s.%s is crawlspace's own sub-field; choose another name", field, name)
+			default:
+				if t, ok := def["type"].(string); !ok || t == "" {
+					k.errorf(np, "must give a type, such as {type: text, analyzer: folded}")
+				}
+				if a, ok := def["analyzer"].(string); ok {
+					k.analyzer(np, es, a)
+				}
+			}
+		}
+	}
+}
+
+// coreAnalyzers are the built-in analyzers every Elasticsearch build has;
+// the others (english, pattern, fingerprint...) come with the
+// analysis-common module, which a cluster may lack.
+var coreAnalyzers = []string{"standard", "simple", "whitespace", "stop", "keyword"}
+
+// analyzer checks that an analyzer a field uses exists: defined in
+// elasticsearch.analysis or built in everywhere.
+func (k *checker) analyzer(path string, es *Elasticsearch, name string) {
+	if _, defined := es.Analysis["analyzer"][name]; defined || slices.Contains(coreAnalyzers, name) {
+		return
+	}
+	k.errorf(path, "analyzer %q is not defined in elasticsearch.analysis.analyzer nor built in (%s)", name, strings.Join(coreAnalyzers, ", "))
+}
+
+func validSubfield(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // indexNameProblem applies Elasticsearch's index naming rules, so a bad

@@ -3,6 +3,8 @@ package docfields
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,6 +78,51 @@ func extraType(declared string) (typ string, ok bool) {
 // every Elasticsearch build has. An extra field with an unsupported type is
 // mapped as keyword; configuration validation reports it before a crawl.
 func Mapping(extra map[string]string) map[string]any {
+	return MappingWith(extra, IndexOptions{})
+}
+
+// IndexOptions are what a team sets on its index beyond the fields: they go
+// into the body that creates the physical index, and into its name, so a
+// change builds a new index behind the alias (the rebuild any new physical
+// index gets) instead of leaving the old one as it was.
+type IndexOptions struct {
+	// RefreshInterval is index.refresh_interval as Elasticsearch writes
+	// it ("30s"); empty leaves Elasticsearch's default.
+	RefreshInterval string `json:"refresh_interval,omitempty"`
+	// Analysis is index.analysis: section (analyzer, tokenizer, filter,
+	// char_filter, normalizer) → name → definition.
+	Analysis map[string]map[string]any `json:"analysis,omitempty"`
+	// Analyzers names the analyzer of text fields (TextFields, or extra
+	// fields of type text): field → analyzer.
+	Analyzers map[string]string `json:"analyzers,omitempty"`
+	// Subfields adds multi-fields: field → sub-field name → its mapping.
+	// They index what crawlspace writes differently and never change what
+	// it writes, so the strict mapping holds.
+	Subfields map[string]map[string]map[string]any `json:"subfields,omitempty"`
+}
+
+func (o IndexOptions) empty() bool {
+	return o.RefreshInterval == "" && len(o.Analysis) == 0 && len(o.Analyzers) == 0 && len(o.Subfields) == 0
+}
+
+// TextFields are the doc_* fields of type text, the ones an analyzer may be
+// set on.
+var TextFields = []string{"doc_title", "doc_description", "doc_headings", "doc_body"}
+
+// BuiltinSubfields are the sub-fields the mapping defines itself, by field;
+// a team's sub-field may not take their names.
+var BuiltinSubfields = map[string][]string{
+	"doc_title": {"keyword"}, "doc_path": {"text"}, "doc_keywords": {"text"}, "doc_author": {"text"},
+}
+
+// IsField reports whether name is a doc_* field of the mapping.
+func IsField(name string) bool {
+	_, ok := Mapping(nil)["mappings"].(map[string]any)["properties"].(map[string]any)[name]
+	return ok
+}
+
+// MappingWith is Mapping with a team's index options applied.
+func MappingWith(extra map[string]string, opts IndexOptions) map[string]any {
 	kw := func() map[string]any {
 		return map[string]any{"type": "keyword", "ignore_above": keywordIgnoreAbove}
 	}
@@ -127,13 +174,47 @@ func Mapping(extra map[string]string) map[string]any {
 			props[name] = map[string]any{"type": typ}
 		}
 	}
+	settings := map[string]any{
+		// A page's meta tag that does not parse as the number or date
+		// an extra field is declared as must cost that value, not the
+		// document.
+		"index.mapping.ignore_malformed": true,
+	}
+	if opts.RefreshInterval != "" {
+		settings["index.refresh_interval"] = opts.RefreshInterval
+	}
+	if len(opts.Analysis) > 0 {
+		analysis := make(map[string]any, len(opts.Analysis))
+		for section, defs := range opts.Analysis {
+			analysis[section] = defs
+		}
+		settings["index.analysis"] = analysis
+	}
+	for field, analyzer := range opts.Analyzers {
+		if m, ok := props[field].(map[string]any); ok {
+			m["analyzer"] = analyzer
+		}
+	}
+	for field, subs := range opts.Subfields {
+		m, ok := props[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		fields, _ := m["fields"].(map[string]any)
+		if fields == nil {
+			fields = map[string]any{}
+		} else {
+			fields = maps.Clone(fields)
+		}
+		for name, def := range subs {
+			if _, builtin := fields[name]; !builtin {
+				fields[name] = maps.Clone(def)
+			}
+		}
+		m["fields"] = fields
+	}
 	return map[string]any{
-		"settings": map[string]any{
-			// A page's meta tag that does not parse as the number or date
-			// an extra field is declared as must cost that value, not the
-			// document.
-			"index.mapping.ignore_malformed": true,
-		},
+		"settings": settings,
 		"mappings": map[string]any{
 			"dynamic": "strict",
 			"_meta": map[string]any{
@@ -150,6 +231,13 @@ func Mapping(extra map[string]string) map[string]any {
 // to the mapping gives a new name, so the sink can build the new index and
 // switch the alias instead of failing on a mapping conflict.
 func PhysicalIndex(alias string, extra map[string]string) string {
+	return PhysicalIndexWith(alias, extra, IndexOptions{})
+}
+
+// PhysicalIndexWith is PhysicalIndex for an index with a team's options.
+// Without any the name is PhysicalIndex's, so upgrading to a crawlspace
+// that knows options does not rebuild an index that uses none.
+func PhysicalIndexWith(alias string, extra map[string]string, opts IndexOptions) string {
 	names := make([]string, 0, len(extra))
 	for n := range extra {
 		names = append(names, n)
@@ -165,6 +253,16 @@ func PhysicalIndex(alias string, extra map[string]string) string {
 		h.Write([]byte{'='})
 		h.Write([]byte(typ))
 		h.Write([]byte{'\n'})
+	}
+	if !opts.empty() {
+		// encoding/json writes map keys sorted: the same options always
+		// give the same bytes.
+		raw, err := json.Marshal(opts)
+		if err != nil {
+			panic("docfields: index options are not JSON: " + err.Error()) // config.Load gives only YAML scalars, maps and lists
+		}
+		h.Write([]byte("options="))
+		h.Write(raw)
 	}
 	sum := h.Sum(nil)
 	return alias + "-v" + strconv.Itoa(MappingVersion) + "-" + hex.EncodeToString(sum[:4])

@@ -104,3 +104,46 @@ func TestValidExtraName(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexOptionsReachTheMappingAndNameTheIndexOnlyWhenSet(t *testing.T) {
+	if PhysicalIndexWith("web", nil, IndexOptions{}) != PhysicalIndex("web", nil) {
+		t.Error("an index without options is named differently than before options existed: upgrading would rebuild it")
+	}
+	opts := IndexOptions{
+		RefreshInterval: "30000ms",
+		Analysis:        map[string]map[string]any{"analyzer": {"folded": map[string]any{"type": "custom", "tokenizer": "standard"}}},
+		Analyzers:       map[string]string{"doc_body": "folded"},
+		Subfields:       map[string]map[string]map[string]any{"doc_title": {"folded": {"type": "text", "analyzer": "folded"}}},
+	}
+	m := MappingWith(nil, opts)
+	settings := m["settings"].(map[string]any)
+	props := m["mappings"].(map[string]any)["properties"].(map[string]any)
+	if settings["index.refresh_interval"] != "30000ms" || settings["index.analysis"] == nil {
+		t.Errorf("settings %v", settings)
+	}
+	if props["doc_body"].(map[string]any)["analyzer"] != "folded" {
+		t.Errorf("doc_body %v, want the folded analyzer", props["doc_body"])
+	}
+	fields := props["doc_title"].(map[string]any)["fields"].(map[string]any)
+	if fields["folded"] == nil || fields["keyword"] == nil {
+		t.Errorf("doc_title sub-fields %v, want folded beside keyword", fields)
+	}
+	if Mapping(nil)["mappings"].(map[string]any)["properties"].(map[string]any)["doc_title"].(map[string]any)["fields"].(map[string]any)["folded"] != nil {
+		t.Error("options leaked into a later mapping without them")
+	}
+	base := PhysicalIndexWith("web", nil, opts)
+	for name, change := range map[string]func(*IndexOptions){
+		"refresh":  func(o *IndexOptions) { o.RefreshInterval = "1000ms" },
+		"analyzer": func(o *IndexOptions) { o.Analyzers = map[string]string{"doc_title": "folded"} },
+		"subfield": func(o *IndexOptions) { o.Subfields = nil },
+	} {
+		o := opts
+		change(&o)
+		if PhysicalIndexWith("web", nil, o) == base {
+			t.Errorf("changing %s kept the physical index name", name)
+		}
+	}
+	if PhysicalIndexWith("web", nil, opts) != base {
+		t.Error("the same options named two indices")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
@@ -33,6 +35,7 @@ import (
 // crawler keeps it pending for the next run. Any other item failure (a
 // mapping error, another 4xx) is Failed, with Elasticsearch's reason.
 type Elasticsearch struct {
+	cfg      *config.Elasticsearch
 	client   *elasticsearch.Client
 	alias    string
 	physical string
@@ -187,8 +190,9 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 		onResult = func(Result) {}
 	}
 	s := &Elasticsearch{
+		cfg:           cfg,
 		alias:         cfg.Index,
-		physical:      docfields.PhysicalIndex(cfg.Index, extra),
+		physical:      docfields.PhysicalIndexWith(cfg.Index, extra, cfg.IndexOptions()),
 		onResult:      onResult,
 		flushBytes:    cfg.BulkFlushBytes,
 		flushInterval: cfg.BulkFlushInterval.D(),
@@ -227,17 +231,21 @@ func (s *Elasticsearch) PhysicalIndex() string { return s.physical }
 func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsearch, extra map[string]string) error {
 	res, err := s.client.Indices.Exists([]string{s.physical}, s.client.Indices.Exists.WithContext(ctx))
 	if err != nil {
-		return redact.Error(fmt.Errorf("elasticsearch %s: %w", strings.Join(cfg.Addresses, ","), err))
+		return redact.Error(fmt.Errorf("elasticsearch %s: %w", strings.Join(cfg.Addresses, ","), explainTLS(cfg, err)))
 	}
 	res.Body.Close()
 	switch res.StatusCode {
 	case http.StatusOK:
 		return nil
 	case http.StatusNotFound:
+	case http.StatusUnauthorized:
+		return fmt.Errorf("elasticsearch: checking index %s: %s: %s", s.physical, res.Status(), whoFailed(cfg))
+	case http.StatusForbidden:
+		return fmt.Errorf("elasticsearch: checking index %s: %s: %s", s.physical, res.Status(), lacking(cfg, s.alias))
 	default:
 		return fmt.Errorf("elasticsearch: checking index %s: %s", s.physical, res.Status())
 	}
-	body := docfields.Mapping(extra)
+	body := docfields.MappingWith(extra, cfg.IndexOptions())
 	settings := body["settings"].(map[string]any)
 	settings["number_of_shards"] = cfg.Shards
 	settings["number_of_replicas"] = *cfg.Replicas
@@ -259,9 +267,54 @@ func (s *Elasticsearch) ensureIndex(ctx context.Context, cfg *config.Elasticsear
 		if bytes.Contains(msg, []byte("resource_already_exists_exception")) {
 			return nil
 		}
-		return fmt.Errorf("elasticsearch: creating index %s: %s: %s", s.physical, res.Status(), msg)
+		hint := ""
+		if res.StatusCode == http.StatusForbidden {
+			hint = "; " + lacking(cfg, s.alias)
+		}
+		return fmt.Errorf("elasticsearch: creating index %s: %s: %s%s", s.physical, res.Status(), msg, hint)
 	}
 	return nil
+}
+
+// explainTLS names the setting to look at when the node's certificate does not verify: the
+// crypto/x509 message alone says what failed, not what to change.
+func explainTLS(cfg *config.Elasticsearch, err error) error {
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown) || errors.As(err, &verify) && errors.As(verify.Err, &unknown):
+		if cfg.CAFile != "" {
+			return fmt.Errorf("TLS: the node's certificate is not signed by a CA in elasticsearch.ca_file %s: %w", cfg.CAFile, err)
+		}
+		return fmt.Errorf("TLS: the node's certificate is not signed by a CA this system trusts; set elasticsearch.ca_file to the cluster's CA certificate: %w", err)
+	case errors.As(err, &host):
+		return fmt.Errorf("TLS: the node's certificate is not for the host in elasticsearch.addresses: %w", err)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("TLS: the node's certificate is not valid: %w", err)
+	}
+	return err
+}
+
+// whoFailed says which credentials a 401 refused, never the secret itself.
+func whoFailed(cfg *config.Elasticsearch) string {
+	switch {
+	case cfg.APIKey != "":
+		return "the cluster refused elasticsearch.api_key (wrong, expired or invalidated)"
+	case cfg.Username != "":
+		return fmt.Sprintf("the cluster refused user %q: check elasticsearch.username and elasticsearch.password", cfg.Username)
+	}
+	return "the cluster requires authentication: set elasticsearch.username and elasticsearch.password, or elasticsearch.api_key"
+}
+
+// lacking names the privileges crawlspace needs when the cluster refuses an action for want of one.
+func lacking(cfg *config.Elasticsearch, alias string) string {
+	who := "these credentials"
+	if cfg.Username != "" {
+		who = fmt.Sprintf("user %q", cfg.Username)
+	}
+	return fmt.Sprintf("%s lacks a privilege: crawlspace needs the index privileges manage and write on %s* (see docs/elasticsearch.md)", who, alias)
 }
 
 func (s *Elasticsearch) Index(ctx context.Context, doc *docfields.Document) error {
@@ -391,11 +444,25 @@ func (it *bulkItem) reason() string {
 	return r
 }
 
-// retryable says whether an item failure may pass by itself: the node
-// overloaded or recovering, or our own writes of one document crossing.
-func retryable(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusConflict ||
-		status == http.StatusRequestTimeout || status >= 500
+// retryable says whether an item failure may pass by itself, or once an
+// operator fixes the cluster, so the write must wait rather than be given
+// up: the node overloaded or recovering, our own writes of one document
+// crossing, or a refusal that is about the cluster, not the document — a
+// role that lost a privilege (403, and 401 for credentials changed under
+// a running crawl), an index made read-only, a pipeline that is missing.
+func retryable(it *bulkItem) bool {
+	switch it.Status {
+	case http.StatusTooManyRequests, http.StatusConflict, http.StatusRequestTimeout,
+		http.StatusUnauthorized, http.StatusForbidden:
+		return true
+	}
+	return it.Status >= 500 || missingPipeline(it)
+}
+
+// missingPipeline recognises the item error of a write naming an ingest
+// pipeline the cluster does not have.
+func missingPipeline(it *bulkItem) bool {
+	return strings.Contains(it.Error.Reason, "pipeline with id [") && strings.Contains(it.Error.Reason, "] does not exist")
 }
 
 // send makes one _bulk request of batch and gives each write its outcome,
@@ -421,7 +488,7 @@ func (s *Elasticsearch) send(batch []*write, body []byte) {
 		switch {
 		case it.Status < 300 || w.action == "delete" && it.Status == http.StatusNotFound:
 			s.settle(w, s.result(w, it))
-		case retryable(it.Status):
+		case retryable(it):
 			again = append(again, w)
 			if why == nil {
 				why = fmt.Errorf("_bulk item %d: %s", it.Status, it.reason())
@@ -445,17 +512,29 @@ func (s *Elasticsearch) send(batch []*write, body []byte) {
 // bulk sends a _bulk body and returns its n items, or the error that
 // leaves every write of it to be sent again.
 func (s *Elasticsearch) bulk(ctx context.Context, body []byte, n int) ([]bulkItem, error) {
-	res, err := s.client.Bulk(bytes.NewReader(body), s.client.Bulk.WithContext(ctx), s.client.Bulk.WithIndex(s.physical))
+	opts := []func(*esapi.BulkRequest){s.client.Bulk.WithContext(ctx), s.client.Bulk.WithIndex(s.physical)}
+	if s.cfg.Pipeline != "" {
+		opts = append(opts, s.client.Bulk.WithPipeline(s.cfg.Pipeline))
+	}
+	res, err := s.client.Bulk(bytes.NewReader(body), opts...)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within elasticsearch.request_timeout (%s): %w", s.timeout, err)
 		}
+		err = explainTLS(s.cfg, err)
 		return nil, redact.Error(fmt.Errorf("_bulk: %w", err))
 	}
 	defer res.Body.Close()
 	if res.IsError() {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return nil, fmt.Errorf("_bulk: %s: %s", res.Status(), bytes.TrimSpace(msg))
+		err := fmt.Errorf("_bulk: %s: %s", res.Status(), bytes.TrimSpace(msg))
+		switch res.StatusCode {
+		case http.StatusUnauthorized:
+			err = fmt.Errorf("%w; %s", err, whoFailed(s.cfg))
+		case http.StatusForbidden:
+			err = fmt.Errorf("%w; %s", err, lacking(s.cfg, s.alias))
+		}
+		return nil, err
 	}
 	return readBulkAnswer(res.Body, n)
 }

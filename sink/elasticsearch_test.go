@@ -394,3 +394,65 @@ func TestAnUnreachableAddressWithCredentialsIsNamedWithoutThem(t *testing.T) {
 		t.Errorf("error %q: want the address named without its password", err)
 	}
 }
+
+// The file realm of the test distribution cannot hold API keys (they live in the .security index,
+// which that build cannot create), so what is tested is what crawlspace controls: the key is sent
+// as Elasticsearch documents it, on every request, and a 401 names api_key without showing it.
+func TestAPIKeyIsSentAsTheApiKeyAuthorizationHeaderOnEveryRequestAndARefusalNamesItNotItsValue(t *testing.T) {
+	const key = "VnVhQ2ZHY0JDZGJrUW0tZTVhT3g6dWkybHAyYXhUTm1zeWFrdzl0dk5udw=="
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused=%v", refuse), func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen = append(seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+				mu.Unlock()
+				w.Header().Set("X-Elastic-Product", "Elasticsearch")
+				w.Header().Set("Content-Type", "application/json")
+				switch {
+				case refuse:
+					w.WriteHeader(http.StatusUnauthorized)
+					io.WriteString(w, `{"error":{"type":"security_exception","reason":"unable to authenticate with provided credentials"},"status":401}`)
+				case r.Method == http.MethodHead:
+					w.WriteHeader(http.StatusOK)
+				case strings.HasSuffix(r.URL.Path, "/_bulk"):
+					io.Copy(io.Discard, r.Body)
+					io.WriteString(w, `{"errors":false,"items":[{"index":{"_id":"x","status":201,"result":"created"}}]}`)
+				}
+			}))
+			defer srv.Close()
+			cfg := esConfig(srv.URL, "keyed")
+			cfg.APIKey = key
+			s, err := sink.NewElasticsearch(context.Background(), cfg, nil, nil)
+			if refuse {
+				if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "elasticsearch.api_key") || strings.Contains(err.Error(), key) {
+					t.Errorf("opening with a refused key: %v; want a 401 naming elasticsearch.api_key, not the key", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Index(context.Background(), doc("http://example.test/a", "a")); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 || !refuse && len(seen) < 2 {
+				t.Fatalf("requests seen: %q", seen)
+			}
+			for _, r := range seen {
+				// go-elasticsearch writes the scheme "APIKey"; Elasticsearch reads it without
+				// regard to case.
+				f := strings.Fields(r)
+				if len(f) != 4 || !strings.EqualFold(f[2], "ApiKey") || f[3] != key {
+					t.Errorf("request %q, want Authorization: ApiKey <the key>", r)
+				}
+			}
+		})
+	}
+}

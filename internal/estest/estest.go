@@ -88,7 +88,7 @@ func Index(t testing.TB) string {
 	base := URL(t)
 	name := IndexName(t.Name())
 	t.Cleanup(func() {
-		if err := deleteAll(base, name); err != nil {
+		if err := (node{base: base, client: httpClient}).deleteAll(name); err != nil {
 			t.Errorf("estest cleanup of %s*: %v", name, err)
 		}
 	})
@@ -152,14 +152,14 @@ func probe(base string) error {
 
 // deleteAll removes what a test left under prefix. Wildcard deletes are refused by default
 // (action.destructive_requires_name), so it lists concrete names first and deletes those.
-func deleteAll(base, prefix string) error {
+func (n node) deleteAll(prefix string) error {
 	pattern := url.PathEscape(prefix + "*")
 
 	// Aliases go first: one may point at an index outside the prefix, which must survive.
 	var aliases map[string]struct {
 		Aliases map[string]json.RawMessage `json:"aliases"`
 	}
-	if err := do(base, http.MethodGet, "/_alias/"+pattern+"?expand_wildcards=all", &aliases); err != nil {
+	if err := n.do(http.MethodGet, "/_alias/"+pattern+"?expand_wildcards=all", nil, &aliases); err != nil {
 		return err
 	}
 	for index, a := range aliases {
@@ -167,7 +167,7 @@ func deleteAll(base, prefix string) error {
 			continue // goes with its index below
 		}
 		for alias := range a.Aliases {
-			if err := do(base, http.MethodDelete, "/"+url.PathEscape(index)+"/_alias/"+url.PathEscape(alias), nil); err != nil {
+			if err := n.do(http.MethodDelete, "/"+url.PathEscape(index)+"/_alias/"+url.PathEscape(alias), nil, nil); err != nil {
 				return err
 			}
 		}
@@ -176,7 +176,7 @@ func deleteAll(base, prefix string) error {
 	var indices []struct {
 		Index string `json:"index"`
 	}
-	if err := do(base, http.MethodGet, "/_cat/indices/"+pattern+"?format=json&h=index&expand_wildcards=all", &indices); err != nil {
+	if err := n.do(http.MethodGet, "/_cat/indices/"+pattern+"?format=json&h=index&expand_wildcards=all", nil, &indices); err != nil {
 		return err
 	}
 	if len(indices) > 0 {
@@ -184,7 +184,7 @@ func deleteAll(base, prefix string) error {
 		for i, ix := range indices {
 			names[i] = url.PathEscape(ix.Index)
 		}
-		if err := do(base, http.MethodDelete, "/"+strings.Join(names, ","), nil); err != nil {
+		if err := n.do(http.MethodDelete, "/"+strings.Join(names, ","), nil, nil); err != nil {
 			return err
 		}
 	}
@@ -194,30 +194,30 @@ func deleteAll(base, prefix string) error {
 			Name string `json:"name"`
 		} `json:"index_templates"`
 	}
-	if err := do(base, http.MethodGet, "/_index_template/"+pattern, &templates); err != nil {
+	if err := n.do(http.MethodGet, "/_index_template/"+pattern, nil, &templates); err != nil {
 		return err
 	}
 	for _, tpl := range templates.IndexTemplates {
-		if err := do(base, http.MethodDelete, "/_index_template/"+url.PathEscape(tpl.Name), nil); err != nil {
+		if err := n.do(http.MethodDelete, "/_index_template/"+url.PathEscape(tpl.Name), nil, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// do sends one request; a 404 counts as success with nothing decoded, since "nothing matched"
-// is the normal answer for a test that created nothing.
-func do(base, method, path string, out any) error {
-	req, err := http.NewRequest(method, base+path, nil)
+// do sends one request, with body as JSON if not nil; a 404 counts as success with nothing
+// decoded, since "nothing matched" is the normal answer for a test that created nothing.
+func (n node) do(method, path string, body, out any) error {
+	req, err := n.request(method, path, body)
 	if err != nil {
 		return err
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := n.client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -225,10 +225,10 @@ func do(base, method, path string, out any) error {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil
 	case resp.StatusCode >= 300:
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, answer)
 	case out != nil:
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%s %s: decoding %q: %w", method, path, body, err)
+		if err := json.Unmarshal(answer, out); err != nil {
+			return fmt.Errorf("%s %s: decoding %q: %w", method, path, answer, err)
 		}
 	}
 	return nil
