@@ -107,7 +107,7 @@ sources:
 		body        string // whitespace-normalised, exact
 	}{
 		{"/contact.html", "Contact", "Contact Service desk: extension 4242 Facilities: extension 1010"},
-		{"/news/2026/annual-report.html", "Annual report 2026", "Annual report 2026 Sales grew by eleven percent. The Osaka warehouse doubled its capacity."},
+		{"/news/2026/annual-report.html", "Annual report 2026", "Annual report 2026 Sales grew by eleven percent. The Osaka warehouse doubled its capacity. The delivery figures by quarter are in a spreadsheet."},
 		{"/docs/install.html", "Installing the ordering client", "Installing the ordering client Download the installer from the software centre and run it. The ordering client needs a network connection to the warehouse service. Next: configure the client."},
 	} {
 		doc := docs[docfields.ID(site.URL+tc.path)]

@@ -132,16 +132,16 @@ sources:
     max_age: 48h
 `, filepath.Join(dir, "docs.ndjson"), site.URL+"/"))
 	base, report := service(t, path)
-	if report == nil || report.Total.Fetched != 13 {
-		t.Fatalf("first cycle report = %+v, want the demo site's 13 responses", report)
+	if report == nil || report.Total.Fetched != 17 {
+		t.Fatalf("first cycle report = %+v, want the demo site's 17 responses (12 pages, a 404 and 4 documents)", report)
 	}
 
 	// The metrics of the running service, scraped as Prometheus does.
 	metrics := get(t, base+"/metrics")
 	for _, want := range []string{
-		`crawlspace_pages_fetched_total{code="2xx",source="northwind"} 12`,
+		`crawlspace_pages_fetched_total{code="2xx",source="northwind"} 16`,
 		`crawlspace_pages_fetched_total{code="4xx",source="northwind"} 1`,
-		`crawlspace_documents_total{outcome="written",source="northwind"} 12`,
+		`crawlspace_documents_total{outcome="written",source="northwind"} 15`,
 		`crawlspace_urls_by_reason_total{reason="http_404",source="northwind"} 1`,
 		`crawlspace_cycles_total 1`,
 	} {
@@ -154,7 +154,7 @@ sources:
 	for _, want := range []string{
 		"<title>crawlspace status</title>",
 		"Idle. Next cycle in",
-		`<td class="l">northwind</td><td>13</td>`,
+		`<td class="l">northwind</td><td>17</td>`,
 		"<h2>Last cycle</h2>",
 		"<code>http_404</code>",
 		site.URL + "/policies/travel.html",
