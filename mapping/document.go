@@ -2,8 +2,6 @@ package mapping
 
 import (
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/urlnorm"
@@ -29,16 +27,7 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 
 	res := &Result{BodyTruncated: c.Truncated, Charset: c.Charset, CharsetWarning: c.CharsetWarning}
 	d := &res.Doc
-	d.URL = page.URL.String()
-	d.Host = strings.ToLower(page.URL.Host)
-	d.Path = docPath(page.URL)
-	d.ContentType = mediaType
-	d.Crawled = page.Fetched
-	d.Source = page.Source
-	if d.Source == "" {
-		d.Source = x.source
-	}
-	d.Depth = page.Depth
+	x.fetchFields(d, page, mediaType)
 	d.Pages = c.Pages
 
 	var t textBuf
@@ -81,17 +70,7 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 		p.robots.parseXRobotsTag(v, x.agents)
 	}
 	x.addMeta(p, page.AddMeta)
-	for i, vals := range p.extras {
-		if len(vals) == 0 {
-			continue
-		}
-		if d.Extra == nil {
-			d.Extra = make(map[string][]string)
-		}
-		d.Extra[x.extras[i].name] = slices.Clone(vals)
-	}
-	res.Robots = p.robots
-	d.NoSnippet, d.NoArchive = p.robots.NoSnippet, p.robots.NoArchive
+	x.copyExtrasAndRobots(p, res)
 
 	for _, l := range c.Links {
 		start := len(p.arena)

@@ -208,16 +208,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 
 	res := &Result{Charset: used, CharsetWarning: charsetWarning, BodyTruncated: p.body.full}
 	d := &res.Doc
-	d.URL = page.URL.String()
-	d.Host = strings.ToLower(page.URL.Host)
-	d.Path = docPath(page.URL)
-	d.ContentType = ctype
-	d.Crawled = page.Fetched
-	d.Source = page.Source
-	if d.Source == "" {
-		d.Source = x.source
-	}
-	d.Depth = page.Depth
+	x.fetchFields(d, page, ctype)
 
 	if v := page.Header.Get("Last-Modified"); v != "" {
 		if t, ok := parseHeaderDate(v); ok {
@@ -245,17 +236,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 			break
 		}
 	}
-	for i, vals := range p.extras {
-		if len(vals) == 0 {
-			continue
-		}
-		if d.Extra == nil {
-			d.Extra = make(map[string][]string)
-		}
-		d.Extra[x.extras[i].name] = slices.Clone(vals)
-	}
-	res.Robots = p.robots
-	d.NoSnippet, d.NoArchive = p.robots.NoSnippet, p.robots.NoArchive
+	x.copyExtrasAndRobots(p, res)
 
 	base := page.URL
 	if p.hasBase {
@@ -277,6 +258,38 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	}
 	d.ContentHash = ContentHash(d)
 	return res, nil
+}
+
+// fetchFields fills what the fetch gives every document, a page's or a
+// file's: its URL, host, path, type, fetch time, source and depth.
+func (x *Extractor) fetchFields(d *docfields.Document, page Page, ctype string) {
+	d.URL = page.URL.String()
+	d.Host = strings.ToLower(page.URL.Host)
+	d.Path = docPath(page.URL)
+	d.ContentType = ctype
+	d.Crawled = page.Fetched
+	d.Source = page.Source
+	if d.Source == "" {
+		d.Source = x.source
+	}
+	d.Depth = page.Depth
+}
+
+// copyExtrasAndRobots moves what the parser gathered for the extra fields
+// and the robots directives into the result.
+func (x *Extractor) copyExtrasAndRobots(p *parser, res *Result) {
+	d := &res.Doc
+	for i, vals := range p.extras {
+		if len(vals) == 0 {
+			continue
+		}
+		if d.Extra == nil {
+			d.Extra = make(map[string][]string)
+		}
+		d.Extra[x.extras[i].name] = slices.Clone(vals)
+	}
+	res.Robots = p.robots
+	d.NoSnippet, d.NoArchive = p.robots.NoSnippet, p.robots.NoArchive
 }
 
 // addMeta applies a crawl rule's add_meta: "section" and "extra_section"
