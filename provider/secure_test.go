@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -282,5 +283,62 @@ func roleWithoutWrite(t *testing.T, elsewhere bool) {
 	}
 	if pending := noneLost(t, c, site.URL); len(pending) > 0 {
 		t.Errorf("once the role was fixed %v still have writes pending", pending)
+	}
+}
+
+// The role loses write while the crawl is under way: the pages written
+// before keep their documents, those after are refused with one clear 403
+// and wait in the pending store, and once the role is back every page is
+// in the index and nothing was lost.
+func TestARoleThatLosesWriteMidCrawlKeepsTheWritesPendingUntilItIsBack(t *testing.T) {
+	sec := estest.Secure(t)
+	index := sec.Index(t)
+	sec.SetRole(t, index+"*", writerPrivileges)
+	site := faultSite(t)
+	// The sixth page is answered only once the role has lost write, which
+	// the test goroutine does when the page is asked for.
+	asked, revoked := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	site.handle("/p5", func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(asked); <-revoked })
+		htmlPage("page /p5", "<p>text of /p5</p>")(w, r)
+	})
+	cfg := securedConfig(t, sec, index, site.URL, sec.CAFile, sec.Password)
+	var log syncBuffer
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	seen := newRetries()
+	c.SetObserver(seen)
+	ctx, cancel := context.WithCancel(context.Background())
+	run := crawlInBackground(ctx, c)
+	select {
+	case <-asked:
+	case <-time.After(guard):
+		t.Fatal("/p5 was never asked for")
+	}
+	sec.SetRole(t, index+"*", []string{"manage"})
+	close(revoked)
+	seen.await(t, 1)
+	cancel()
+	run.wait(t)
+	if err := closeCrawler(t, c); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if warned := log.lines("elasticsearch unavailable: index writes are retried until they land"); len(warned) != 1 || !strings.Contains(warned[0], "403") {
+		t.Errorf("warnings %q, want one naming the 403", warned)
+	}
+
+	c = crawltest.New(t, cfg)
+	if pending := noneLost(t, c, site.URL); len(pending) == 0 {
+		t.Error("no write was pending after the role lost write mid-crawl")
+	}
+	sec.SetRole(t, index+"*", writerPrivileges)
+	if _, err := c.Crawl(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := securedIDs(t, sec, index), allIDs(site.URL); !slices.Equal(got, want) {
+		t.Errorf("once the role was back the alias shows %d documents, want every page (%d)", len(got), len(want))
+	}
+	if pending := noneLost(t, c, site.URL); len(pending) > 0 {
+		t.Errorf("once the role was back %v still have writes pending", pending)
 	}
 }
