@@ -1,9 +1,10 @@
 // Package pdf reads PDF files with PDFium compiled to WebAssembly
 // (github.com/klippa-app/go-pdfium) and run in wazero: no cgo, and a parse
-// that goes wrong stays in its sandbox. A document is read in an instance
-// whose memory is capped at Limits.MaxMemory, which sees no directory of
-// the machine, and whose work stops as soon as ctx ends; an instance is
-// used again only after a clean read that left it small.
+// that goes wrong stays in its sandbox. A document is read in a worker
+// process (this executable started again, see Worker), in an instance
+// whose memory is capped at Limits.MaxMemory and which sees no directory
+// of the machine; when ctx ends the worker is killed. An instance is used
+// again only after a clean read that left it small.
 // docs/documents.md says why PDFium and not a pure-Go parser, and what
 // the sandbox costs.
 package pdf
@@ -35,12 +36,12 @@ import (
 // Config sets up a Reader.
 type Config struct {
 	// CacheDir, if set, is a directory where wazero keeps PDFium's
-	// compiled machine code, so that a process after the first starts
+	// compiled machine code, so that a worker after the first starts
 	// reading PDFs in about 0.1 s of CPU instead of about 3.5 s. Empty
-	// means the code is compiled once per process, at the first PDF.
+	// means a temporary directory, removed by Close.
 	CacheDir string
-	// Instances bounds the PDFium sandboxes that run at once; more Reads
-	// wait. Zero means GOMAXPROCS.
+	// Instances bounds the worker processes, each reading one PDF at a
+	// time; more Reads wait. Zero means GOMAXPROCS.
 	Instances int
 }
 

@@ -3,6 +3,7 @@ package pdf
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/gob"
@@ -30,10 +31,6 @@ const (
 	maxFrame = 1 << 30
 )
 
-type request struct {
-	Limits document.Limits
-	Data   []byte
-}
 
 type response struct {
 	Content *document.Content
@@ -59,15 +56,17 @@ func serve(in io.Reader, out io.Writer, cacheDir string) int {
 	defer sb.Close()
 	br, bw := bufio.NewReader(in), bufio.NewWriter(out)
 	for {
-		var req request
-		if err := readFrame(br, &req); err != nil {
+		var lim document.Limits
+		data, err := readRequest(br, &lim)
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return 0 // the parent closed the pipe or is gone
 			}
 			fmt.Fprintln(os.Stderr, "pdf worker:", err)
 			return 2
 		}
-		c, err := sb.Read(context.Background(), req.Data, req.Limits)
+		c, err := sb.Read(context.Background(), data, lim)
+		data = nil
 		resp := response{Content: c}
 		if err != nil {
 			resp.Content, resp.Reason, resp.Message = nil, document.ReasonOf(err), errMessage(err)
@@ -91,6 +90,26 @@ func errMessage(err error) string {
 	return err.Error()
 }
 
+// A request is a frame of the limits and then one of the file's bytes as
+// they are: gob would copy a file of many MB once more on each side.
+func writeRequest(w *bufio.Writer, lim document.Limits, data []byte) error {
+	if err := writeFrame(w, &lim); err != nil {
+		return err
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(data)))
+	w.Write(n[:])
+	w.Write(data)
+	return w.Flush()
+}
+
+func readRequest(r io.Reader, lim *document.Limits) ([]byte, error) {
+	if err := readFrame(r, lim); err != nil {
+		return nil, err
+	}
+	return readBytes(r)
+}
+
 func writeFrame(w *bufio.Writer, v any) error {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(v); err != nil {
@@ -104,22 +123,30 @@ func writeFrame(w *bufio.Writer, v any) error {
 }
 
 func readFrame(r io.Reader, v any) error {
+	b, err := readBytes(r)
+	if err != nil {
+		return err
+	}
+	return gob.NewDecoder(bytes.NewReader(b)).Decode(v)
+}
+
+func readBytes(r io.Reader) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return err
+		return nil, err
 	}
 	size := binary.BigEndian.Uint32(n[:])
 	if size > maxFrame {
-		return fmt.Errorf("frame of %d bytes", size)
+		return nil, fmt.Errorf("frame of %d bytes", size)
 	}
 	b := make([]byte, size)
 	if _, err := io.ReadFull(r, b); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return err
+		return nil, err
 	}
-	return gob.NewDecoder(bytes.NewReader(b)).Decode(v)
+	return b, nil
 }
 
 // Reader reads PDF files in worker processes, each running PDFium in a
@@ -134,6 +161,7 @@ type Reader struct {
 	all     map[*worker]bool // every live worker, to kill at Close
 	started int              // workers started, for tests
 	closed  bool
+	tmpDir  string // the cache made when Config has none
 }
 
 // NewReader is a Reader; see Config. Instances bounds the worker
@@ -187,8 +215,14 @@ func (r *Reader) start() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.cfg.CacheDir == "" && r.tmpDir == "" {
+		// Without a shared cache every worker would compile PDFium.
+		if r.tmpDir, err = os.MkdirTemp("", "crawlspace-pdfium-"); err != nil {
+			r.tmpDir = ""
+		}
+	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), workerEnv+"=1", cacheEnv+"="+r.cfg.CacheDir)
+	cmd.Env = append(os.Environ(), workerEnv+"=1", cacheEnv+"="+cmp.Or(r.cfg.CacheDir, r.tmpDir))
 	cmd.SysProcAttr = sysProcAttr()
 	w := &worker{cmd: cmd, stderr: &tail{}, waited: make(chan struct{})}
 	cmd.Stderr = w.stderr
@@ -279,7 +313,7 @@ func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (*d
 	done := make(chan result, 1)
 	go func() {
 		var res result
-		if res.err = writeFrame(w.in, &request{Limits: lim, Data: data}); res.err == nil {
+		if res.err = writeRequest(w.in, lim, data); res.err == nil {
 			res.err = readFrame(w.out, &res.resp)
 		}
 		done <- res
@@ -320,10 +354,15 @@ func (r *Reader) Close() error {
 		ws = append(ws, w)
 	}
 	r.all, r.idle = map[*worker]bool{}, nil
+	dir := r.tmpDir
+	r.tmpDir = ""
 	r.mu.Unlock()
 	for _, w := range ws {
 		w.stdin.Close()
 		w.kill()
+	}
+	if dir != "" {
+		return os.RemoveAll(dir)
 	}
 	return nil
 }
