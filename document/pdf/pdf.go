@@ -144,15 +144,7 @@ func (r *sandbox) Read(ctx context.Context, data []byte, lim document.Limits) (c
 	// Runs last, once nothing runs on the instance's memory.
 	defer pin(inst)()
 
-	// PDFium's calls run under ctx; the instance's own context is put
-	// back before it is reused.
-	restore, err := callContext(inst, ctx)
-	if err != nil {
-		inst.Kill()
-		return nil, &document.Error{Reason: document.ReasonFailed, Err: err}
-	}
 	defer func() {
-		restore()
 		// An instance goes back to the pool only after a clean read
 		// that left it small: one that failed may be in any state, and
 		// WebAssembly memory never shrinks, so a big one would keep its
@@ -207,7 +199,7 @@ func nearLimit(inst pdfium.Pdfium, pages uint32) bool {
 }
 
 // impl is go-pdfium's implementation behind inst, whose type is internal:
-// its exported fields Module and Context are reached by reflection.
+// its exported field Module is reached by reflection.
 func impl(inst pdfium.Pdfium) (v reflect.Value, ok bool) {
 	defer func() {
 		if recover() != nil {
@@ -233,27 +225,6 @@ func moduleOf(inst pdfium.Pdfium) api.Module {
 	}
 	m, _ := f.Interface().(api.Module)
 	return m
-}
-
-var contextType = reflect.TypeFor[context.Context]()
-
-// callContext makes ctx the context of inst's calls into PDFium until
-// restore is called. go-pdfium calls under the instance's own context,
-// and its Kill, the one way it offers to stop a call, races with the call
-// (it writes fields the call reads) and frees the memory under it.
-func callContext(inst pdfium.Pdfium, ctx context.Context) (restore func(), err error) {
-	v, ok := impl(inst)
-	var f reflect.Value
-	if ok {
-		f = v.FieldByName("Context")
-	}
-	if !f.IsValid() || !f.CanSet() || f.Type() != contextType {
-		return nil, errors.New("pdfium: this go-pdfium has no Context field to stop a call with")
-	}
-	old := reflect.New(contextType).Elem()
-	old.Set(f)
-	f.Set(reflect.ValueOf(&ctx).Elem())
-	return func() { f.Set(old) }, nil
 }
 
 // pool is the pool for a memory limit, compiling PDFium the first time;

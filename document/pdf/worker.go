@@ -31,7 +31,6 @@ const (
 	maxFrame = 1 << 30
 )
 
-
 type response struct {
 	Content *document.Content
 	Reason  string // set on failure
