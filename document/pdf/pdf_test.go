@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -604,4 +605,57 @@ func TestWorkerDyingMidReadIsCorruptAndReplaced(t *testing.T) {
 	if c, err := r.Read(context.Background(), small, document.Limits{}); err != nil || c.Pages != 6 {
 		t.Errorf("read after a worker died: %v", err)
 	}
+}
+
+// parentEnv makes the test binary a parent that starts a worker, prints
+// its pid and waits to be killed.
+const parentEnv = "CRAWLSPACE_PDF_TEST_PARENT"
+
+func TestWorkerDiesWithItsParent(t *testing.T) {
+	if os.Getenv(parentEnv) != "" {
+		r := NewReader(Config{Instances: 1})
+		w, err := r.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println(w.cmd.Process.Pid)
+		time.Sleep(time.Minute)
+		return
+	}
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerDiesWithItsParent$")
+	cmd.Env = append(os.Environ(), parentEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// The worker is reparented, to init or a subreaper, which reaps it.
+	for i := 0; i < 300 && !gone(pid) && !zombie(pid); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !gone(pid) && !zombie(pid) {
+		t.Errorf("worker %d still running after its parent was killed", pid)
+	}
+}
+
+// zombie says pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
 }
