@@ -60,7 +60,7 @@ func runBench(corpus, big, cache string, timeout time.Duration) error {
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| pdftotext -enc UTF-8 | %.1f | %.3f | 1.00 |\n", float64(len(files))/pWall, pCPU/mb)
 	fmt.Printf("| document/pdf Reader | %.1f | %.3f | %.2f |\n", float64(rep.Docs)/rep.Wall, rep.ExtractCPU/mb, rep.ExtractCPU/pCPU)
-	fmt.Printf("\nReader setup (PDFium from the compilation cache, once per process): %.2f s CPU\n", rep.SetupCPU)
+	fmt.Printf("\nReader setup (a worker started, PDFium from the compilation cache, once per worker): %.2f s CPU\n", rep.SetupCPU)
 
 	if big == "" {
 		return nil
