@@ -59,6 +59,8 @@ import (
 )
 
 func main() {
+	// The Reader reads in copies of this process.
+	pdfreader.Worker()
 	child := flag.String("child", "", "internal: run one extractor (pdfium, pdfium-interruptible, ledongthuc, reader) on -in, text to -o")
 	in := flag.String("in", "", "internal: input PDF")
 	outFile := flag.String("o", "", "internal: output text")
@@ -101,7 +103,8 @@ func main() {
 type childReport struct {
 	SetupCPU   float64 `json:"setup_cpu"`
 	ExtractCPU float64 `json:"extract_cpu"`
-	PeakRSSMB  float64 `json:"peak_rss_mb"`
+	PeakRSSMB  float64 `json:"peak_rss_mb"` // the Reader's: its largest worker's
+	ParentMB   float64 `json:"parent_rss_mb"`
 	// readall: the extraction's wall time and its documents.
 	Wall float64 `json:"wall"`
 	Docs int     `json:"docs"`
@@ -271,6 +274,54 @@ func selfCPU() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
+// treeCPU is the CPU seconds of this process and of its children, the
+// Reader's workers: those reaped from rusage, those alive from /proc.
+func treeCPU() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	t := selfCPU() + tv(ru.Utime) + tv(ru.Stime)
+	for _, pid := range children() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields 14 and 15 (utime, stime) in clock ticks, counted after
+		// the command name, which ends at the last ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 12 {
+			var u, s float64
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &s)
+			t += (u + s) / 100 // USER_HZ
+		}
+	}
+	return t
+}
+
+// children are this process's live child processes.
+func children() []int {
+	var pids []int
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, p := range strings.Fields(string(b)) {
+			var pid int
+			fmt.Sscan(p, &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// childrenHWM is the largest peak RSS of the live children in MB.
+func childrenHWM() float64 {
+	var m float64
+	for _, pid := range children() {
+		m = max(m, vmHWM(pid))
+	}
+	return m
+}
+
 func runChild(lib, in, out, cache string) error {
 	data, err := os.ReadFile(in)
 	if err != nil {
@@ -303,12 +354,15 @@ func runChild(lib, in, out, cache string) error {
 		// The reader crawlspace ships: PDFium plus its line joining,
 		// hyphen and ligature handling.
 		r := pdfreader.NewReader(pdfreader.Config{CacheDir: cache})
-		t0 := selfCPU()
-		// A first Read compiles PDFium or loads it from the cache.
+		defer r.Close()
+		t0 := treeCPU()
+		// A first Read starts a worker, which compiles PDFium or loads it
+		// from the cache.
 		r.Read(context.Background(), []byte("%PDF-1.4"), document.Limits{})
-		t1 := selfCPU()
+		t1 := treeCPU()
 		c, err := r.Read(context.Background(), data, document.Limits{MaxText: 1 << 30})
-		rep.SetupCPU, rep.ExtractCPU = t1-t0, selfCPU()-t1
+		rep.SetupCPU, rep.ExtractCPU = t1-t0, treeCPU()-t1
+		rep.PeakRSSMB = childrenHWM()
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+
+	"github.com/crawlspace/crawlspace/document/pdf"
 )
 
 // Exit codes shared by every subcommand.
@@ -31,6 +33,8 @@ func register(name, summary string, run func(args []string) int) {
 }
 
 func main() {
+	// A PDF is read in a copy of this process: see document/pdf.
+	pdf.Worker()
 	tuneGC()
 	os.Exit(dispatch(os.Args[1:]))
 }

@@ -20,6 +20,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/crawlspace/crawlspace/document/pdf"
 	"github.com/crawlspace/crawlspace/internal/tmpfs"
 )
 
@@ -28,6 +29,7 @@ import (
 const commandEnv = "CRAWLSPACE_TEST_COMMAND"
 
 func TestMain(m *testing.M) {
+	pdf.Worker()
 	if env, ok := os.LookupEnv(commandEnv); ok {
 		var args []string
 		if err := json.Unmarshal([]byte(env), &args); err != nil {

@@ -19,8 +19,9 @@ import (
 // for 103 MB of WebAssembly memory.
 //
 // A mapping must outlive the calls running on it: killing an instance
-// when ctx ends frees its memory while PDFium may still run on it, until
-// wazero stops it. So a Read pins the mapping of its instance, and a
+// frees its memory at once, whatever still runs on it. A Read kills its
+// instance only once its calls are done (a read past its ctx kills the
+// worker process instead), but pins the mapping all the same, and a
 // mapping freed while pinned is unmapped when it is unpinned.
 type mapping struct {
 	buf           []byte

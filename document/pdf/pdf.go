@@ -1,9 +1,10 @@
 // Package pdf reads PDF files with PDFium compiled to WebAssembly
 // (github.com/klippa-app/go-pdfium) and run in wazero: no cgo, and a parse
-// that goes wrong stays in its sandbox. A document is read in an instance
-// whose memory is capped at Limits.MaxMemory, which sees no directory of
-// the machine, and whose work stops as soon as ctx ends; an instance is
-// used again only after a clean read that left it small.
+// that goes wrong stays in its sandbox. A document is read in a worker
+// process (this executable started again, see Worker), in an instance
+// whose memory is capped at Limits.MaxMemory and which sees no directory
+// of the machine; when ctx ends the worker is killed. An instance is used
+// again only after a clean read that left it small.
 // docs/documents.md says why PDFium and not a pure-Go parser, and what
 // the sandbox costs.
 package pdf
@@ -35,18 +36,17 @@ import (
 // Config sets up a Reader.
 type Config struct {
 	// CacheDir, if set, is a directory where wazero keeps PDFium's
-	// compiled machine code, so that a process after the first starts
+	// compiled machine code, so that a worker after the first starts
 	// reading PDFs in about 0.1 s of CPU instead of about 3.5 s. Empty
-	// means the code is compiled once per process, at the first PDF.
+	// means a temporary directory, removed by Close.
 	CacheDir string
-	// Instances bounds the PDFium sandboxes that run at once; more Reads
-	// wait. Zero means GOMAXPROCS.
+	// Instances bounds the worker processes, each reading one PDF at a
+	// time; more Reads wait. Zero means GOMAXPROCS.
 	Instances int
 }
 
-// Reader reads PDF files. It is safe for concurrent use. Nothing is
-// compiled before the first Read: a crawl that meets no PDF pays nothing.
-type Reader struct {
+// sandbox runs PDFium in this process; a worker process reads with one.
+type sandbox struct {
 	cfg   Config
 	slots chan struct{}
 
@@ -63,16 +63,15 @@ type pool struct {
 	err   error
 }
 
-// NewReader is a Reader; see Config.
-func NewReader(cfg Config) *Reader {
+func newSandbox(cfg Config) *sandbox {
 	if cfg.Instances <= 0 {
 		cfg.Instances = runtime.GOMAXPROCS(0)
 	}
-	return &Reader{cfg: cfg, slots: make(chan struct{}, cfg.Instances), pools: map[uint32]*pool{}}
+	return &sandbox{cfg: cfg, slots: make(chan struct{}, cfg.Instances), pools: map[uint32]*pool{}}
 }
 
 // Close releases the compiled module and any sandbox still open.
-func (r *Reader) Close() error {
+func (r *sandbox) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
@@ -99,18 +98,28 @@ const (
 	reuseBelow = 64 << 20
 )
 
-// Read reads one PDF file.
-func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *document.Content, err error) {
+// precheck refuses what no sandbox can read, before one is started.
+func precheck(data []byte, lim document.Limits) error {
+	if lim.MaxMemory < minMemory {
+		return document.Errorf(document.ReasonTooLarge, "a sandbox of %d bytes is too small for PDFium, which needs %d", lim.MaxMemory, minMemory)
+	}
+	// The file is copied into the sandbox, whose parse needs room too.
+	if int64(len(data)) >= lim.MaxMemory/2 {
+		return document.Errorf(document.ReasonTooLarge, "a PDF of %d bytes does not fit a sandbox of %d bytes", len(data), lim.MaxMemory)
+	}
+	return nil
+}
+
+// Read reads one PDF file in this process. Without wazero's
+// WithCloseOnContextDone, which triples PDFium's CPU time, ctx is seen
+// only between pages: the Reader stops a read by killing its worker.
+func (r *sandbox) Read(ctx context.Context, data []byte, lim document.Limits) (c *document.Content, err error) {
 	lim = lim.WithDefaults()
 	if err := ctx.Err(); err != nil {
 		return nil, timeout(err)
 	}
-	if lim.MaxMemory < minMemory {
-		return nil, document.Errorf(document.ReasonTooLarge, "a sandbox of %d bytes is too small for PDFium, which needs %d", lim.MaxMemory, minMemory)
-	}
-	// The file is copied into the sandbox, whose parse needs room too.
-	if int64(len(data)) >= lim.MaxMemory/2 {
-		return nil, document.Errorf(document.ReasonTooLarge, "a PDF of %d bytes does not fit a sandbox of %d bytes", len(data), lim.MaxMemory)
+	if err := precheck(data, lim); err != nil {
+		return nil, err
 	}
 	select {
 	case r.slots <- struct{}{}:
@@ -135,16 +144,7 @@ func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c 
 	// Runs last, once nothing runs on the instance's memory.
 	defer pin(inst)()
 
-	// PDFium's calls run under ctx: when it ends, wazero stops the call
-	// in flight (WithCloseOnContextDone) and every later call fails. The
-	// instance's own context is put back before it is reused.
-	restore, err := callContext(inst, ctx)
-	if err != nil {
-		inst.Kill()
-		return nil, &document.Error{Reason: document.ReasonFailed, Err: err}
-	}
 	defer func() {
-		restore()
 		// An instance goes back to the pool only after a clean read
 		// that left it small: one that failed may be in any state, and
 		// WebAssembly memory never shrinks, so a big one would keep its
@@ -199,7 +199,7 @@ func nearLimit(inst pdfium.Pdfium, pages uint32) bool {
 }
 
 // impl is go-pdfium's implementation behind inst, whose type is internal:
-// its exported fields Module and Context are reached by reflection.
+// its exported field Module is reached by reflection.
 func impl(inst pdfium.Pdfium) (v reflect.Value, ok bool) {
 	defer func() {
 		if recover() != nil {
@@ -227,30 +227,9 @@ func moduleOf(inst pdfium.Pdfium) api.Module {
 	return m
 }
 
-var contextType = reflect.TypeFor[context.Context]()
-
-// callContext makes ctx the context of inst's calls into PDFium until
-// restore is called. go-pdfium calls under the instance's own context,
-// and its Kill, the one way it offers to stop a call, races with the call
-// (it writes fields the call reads) and frees the memory under it.
-func callContext(inst pdfium.Pdfium, ctx context.Context) (restore func(), err error) {
-	v, ok := impl(inst)
-	var f reflect.Value
-	if ok {
-		f = v.FieldByName("Context")
-	}
-	if !f.IsValid() || !f.CanSet() || f.Type() != contextType {
-		return nil, errors.New("pdfium: this go-pdfium has no Context field to stop a call with")
-	}
-	old := reflect.New(contextType).Elem()
-	old.Set(f)
-	f.Set(reflect.ValueOf(&ctx).Elem())
-	return func() { f.Set(old) }, nil
-}
-
 // pool is the pool for a memory limit, compiling PDFium the first time;
 // ctx bounds only the wait.
-func (r *Reader) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
+func (r *sandbox) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
 	r.mu.Lock()
 	p, ok := r.pools[pages]
 	if !ok {
@@ -276,7 +255,6 @@ func (r *Reader) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
 				RuntimeConfig: wazero.NewRuntimeConfig().
 					WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
 					WithMemoryLimitPages(pages).
-					WithCloseOnContextDone(true).
 					WithCompilationCache(cache),
 			})
 			if p.err != nil {
@@ -295,7 +273,7 @@ func (r *Reader) pool(ctx context.Context, pages uint32) (pdfium.Pool, error) {
 
 // newCache is the compilation cache the pools of all memory limits share:
 // in CacheDir if it is usable, else in memory.
-func (r *Reader) newCache() wazero.CompilationCache {
+func (r *sandbox) newCache() wazero.CompilationCache {
 	if r.cfg.CacheDir != "" {
 		if c, err := wazero.NewCompilationCacheWithDir(r.cfg.CacheDir); err == nil {
 			return c

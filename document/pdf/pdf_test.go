@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -351,6 +352,8 @@ func TestReadReturnsTimeoutPromptlyWhenCtxEndsMidExtraction(t *testing.T) {
 	if r := reasonOf(t, err); r != document.ReasonTimeout {
 		t.Errorf("reason %q (%v)", r, err)
 	}
+	deadline, _ := ctx.Deadline()
+	t.Logf("returned %v after ctx ended", time.Since(deadline))
 	if took > 300*time.Millisecond+time.Second {
 		t.Errorf("returned %v after ctx ended", took-300*time.Millisecond)
 	}
@@ -479,13 +482,13 @@ func BenchmarkRead(b *testing.B) {
 func TestNewReaderCompilesNothingBeforeTheFirstPDF(t *testing.T) {
 	r := NewReader(Config{})
 	defer r.Close()
-	if r.cache != nil || len(r.pools) != 0 {
-		t.Error("NewReader set up PDFium")
+	if r.started != 0 {
+		t.Error("NewReader started a worker")
 	}
 	// Refused before PDFium is needed.
 	r.Read(context.Background(), make([]byte, 300<<20), document.Limits{})
-	if r.cache != nil || len(r.pools) != 0 {
-		t.Error("a file refused for its size set up PDFium")
+	if r.started != 0 {
+		t.Error("a file refused for its size started a worker")
 	}
 }
 
@@ -512,4 +515,147 @@ func TestReadsCancelledWhileOthersRunLeaveTheReaderWorking(t *testing.T) {
 	if c, err := r.Read(context.Background(), small, document.Limits{}); err != nil || c.Pages != 6 {
 		t.Errorf("after: %v", err)
 	}
+}
+
+// workers are the live worker processes of r.
+func workers(r *Reader) []*worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ws []*worker
+	for w := range r.all {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// gone says pid is no process, not even a zombie: it was reaped.
+func gone(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+func TestCloseKillsAndReapsEveryWorker(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	r := NewReader(Config{Instances: 2, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	small := read(t, "cnfsat.pdf")
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := r.Read(context.Background(), small, document.Limits{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var pids []int
+	for _, w := range workers(r) {
+		pids = append(pids, w.cmd.Process.Pid)
+	}
+	if len(pids) == 0 {
+		t.Fatal("no worker started")
+	}
+	r.Close()
+	for _, pid := range pids {
+		if !gone(pid) {
+			t.Errorf("worker %d still there after Close", pid)
+		}
+	}
+	if _, err := r.Read(context.Background(), small, document.Limits{}); document.ReasonOf(err) != document.ReasonFailed {
+		t.Errorf("read after Close: %v", err)
+	}
+}
+
+func TestWorkerExitsWhenItsInputCloses(t *testing.T) {
+	r := NewReader(Config{Instances: 1})
+	defer r.Close()
+	w, err := r.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.stdin.Close()
+	select {
+	case <-w.waited:
+		if !w.cmd.ProcessState.Success() {
+			t.Errorf("worker exited with %v", w.cmd.ProcessState)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("worker still running 30 s after its stdin closed")
+	}
+}
+
+func TestWorkerDyingMidReadIsCorruptAndReplaced(t *testing.T) {
+	r := NewReader(Config{Instances: 1, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	defer r.Close()
+	small := read(t, "cnfsat.pdf")
+	if _, err := r.Read(context.Background(), small, document.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	w := workers(r)[0]
+	// Killed from outside while it reads, as the kernel's OOM killer would.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		w.cmd.Process.Kill()
+	}()
+	_, err := r.Read(context.Background(), big(), document.Limits{})
+	if reasonOf(t, err) != document.ReasonCorrupt || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("worker killed mid-read: %v", err)
+	}
+	if c, err := r.Read(context.Background(), small, document.Limits{}); err != nil || c.Pages != 6 {
+		t.Errorf("read after a worker died: %v", err)
+	}
+}
+
+// parentEnv makes the test binary a parent that starts a worker, prints
+// its pid and waits to be killed.
+const parentEnv = "CRAWLSPACE_PDF_TEST_PARENT"
+
+func TestWorkerDiesWithItsParent(t *testing.T) {
+	if os.Getenv(parentEnv) != "" {
+		r := NewReader(Config{Instances: 1})
+		w, err := r.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println(w.cmd.Process.Pid)
+		time.Sleep(time.Minute)
+		return
+	}
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerDiesWithItsParent$")
+	cmd.Env = append(os.Environ(), parentEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// The worker is reparented, to init or a subreaper, which reaps it.
+	for i := 0; i < 300 && !gone(pid) && !zombie(pid); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !gone(pid) && !zombie(pid) {
+		t.Errorf("worker %d still running after its parent was killed", pid)
+	}
+}
+
+// zombie says pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
 }
