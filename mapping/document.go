@@ -36,10 +36,7 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 		d.Title = t.normalize([]byte(c.Heading))
 	}
 	if d.Title == "" {
-		d.Title = urlTitle(page.URL)
-	}
-	if d.Title == "" {
-		d.Title = page.URL.String()
+		d.Title = fallbackTitle(page.URL)
 	}
 	d.Title = capTitle(d.Title)
 	d.Description = t.normalize([]byte(c.Subject))
@@ -89,13 +86,3 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 	d.ContentHash = ContentHash(d)
 	return res, nil
 }
-
-// cutUTF8 cuts s to at most n bytes on a character boundary.
-func cutUTF8(s string, n int) string {
-	for n > 0 && n < len(s) && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

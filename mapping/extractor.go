@@ -330,21 +330,30 @@ func (x *Extractor) title(p *parser, u *url.URL) string {
 			return capTitle(t)
 		}
 	}
-	if t := urlTitle(u); t != "" {
-		return capTitle(t)
-	}
-	return capTitle(u.String()) // a URL without host: never an empty title
+	return capTitle(fallbackTitle(u))
 }
 
-func capTitle(t string) string {
-	if len(t) <= maxTitle {
+// fallbackTitle is the title of last resort: the URL made readable, or
+// the URL itself when that gives nothing (a URL without host), so a title
+// is never empty.
+func fallbackTitle(u *url.URL) string {
+	if t := urlTitle(u); t != "" {
 		return t
 	}
-	i := maxTitle
-	for i > 0 && t[i]&0xc0 == 0x80 {
-		i--
+	return u.String()
+}
+
+func capTitle(t string) string { return cutUTF8(t, maxTitle) }
+
+// cutUTF8 cuts s to at most n bytes on a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return t[:i]
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func first(ss []string) string {

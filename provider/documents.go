@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -51,11 +50,6 @@ func (x *docExtractor) Extract(page mapping.Page) (*mapping.Result, error) {
 	return x.mapper.FromDocument(page, docfields.MediaType(page.Header.Get("Content-Type")), c)
 }
 
-// abandonedReads counts extractions left running past their time limit
-// and grace because their reader did not stop: each still holds a
-// goroutine, so a crawl that keeps meeting them says so.
-var abandonedReads atomic.Int64
-
 // readGrace is how long a reader has to return once its time is up.
 const readGrace = 5 * time.Second
 
@@ -93,7 +87,6 @@ func (x *docExtractor) read(ctx context.Context, reader document.Reader, body []
 		}
 		return nil, timeoutError(x.timeout, r.err)
 	case <-time.After(readGrace):
-		abandonedReads.Add(1)
 		return nil, timeoutError(x.timeout, errors.New("the reader did not stop: left running"))
 	}
 }

@@ -101,7 +101,10 @@ func newPDF(*config.Config) (document.Reader, error) {
 
 // isPDF finds the %PDF- header where readers look for it: within the first
 // KB, since servers and producers put junk before it.
-func isPDF(b []byte) bool { return prefixWithin(b, []byte("%PDF-"), 1024) }
+func isPDF(b []byte) bool {
+	const sig = "%PDF-"
+	return bytes.Contains(b[:min(len(b), 1024+len(sig))], []byte(sig))
+}
 
 func isRTF(b []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n"), []byte(`{\rtf`))
@@ -252,10 +255,4 @@ func (ex extractors) hasMagic(mediaType string) bool {
 		}
 	}
 	return false
-}
-
-// prefixWithin reports whether sig starts within the first n bytes of
-// body: PDF readers accept junk before %PDF-, and so do servers.
-func prefixWithin(body, sig []byte, n int) bool {
-	return bytes.Contains(body[:min(len(body), n+len(sig))], sig)
 }

@@ -110,11 +110,9 @@ func precheck(data []byte, lim document.Limits) error {
 	return nil
 }
 
-// Read reads one PDF file in this process. Without wazero's
-// WithCloseOnContextDone, which triples PDFium's CPU time, ctx is seen
-// only between pages: the Reader stops a read by killing its worker.
-func (r *sandbox) Read(ctx context.Context, data []byte, lim document.Limits) (c *document.Content, err error) {
-	lim = lim.WithDefaults()
+// admit checks a file before any PDFium work and waits for one of slots:
+// what a Read in the crawler's process and one in a worker both do first.
+func admit(ctx context.Context, slots chan struct{}, data []byte, lim document.Limits) (release func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, timeout(err)
 	}
@@ -122,11 +120,23 @@ func (r *sandbox) Read(ctx context.Context, data []byte, lim document.Limits) (c
 		return nil, err
 	}
 	select {
-	case r.slots <- struct{}{}:
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-ctx.Done():
 		return nil, timeout(ctx.Err())
 	}
-	defer func() { <-r.slots }()
+}
+
+// Read reads one PDF file in this process. Without wazero's
+// WithCloseOnContextDone, which triples PDFium's CPU time, ctx is seen
+// only between pages: the Reader stops a read by killing its worker.
+func (r *sandbox) Read(ctx context.Context, data []byte, lim document.Limits) (c *document.Content, err error) {
+	lim = lim.WithDefaults()
+	release, err := admit(ctx, r.slots, data, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 
 	pages := uint32(min(lim.MaxMemory/pageSize, 65536))
 	p, err := r.pool(ctx, pages)

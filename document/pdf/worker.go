@@ -289,18 +289,11 @@ func (r *Reader) drop(w *worker) {
 // and Read returns at once.
 func (r *Reader) Read(ctx context.Context, data []byte, lim document.Limits) (*document.Content, error) {
 	lim = lim.WithDefaults()
-	if err := ctx.Err(); err != nil {
-		return nil, timeout(err)
-	}
-	if err := precheck(data, lim); err != nil {
+	release, err := admit(ctx, r.slots, data, lim)
+	if err != nil {
 		return nil, err
 	}
-	select {
-	case r.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, timeout(ctx.Err())
-	}
-	defer func() { <-r.slots }()
+	defer release()
 	w, err := r.get()
 	if err != nil {
 		return nil, &document.Error{Reason: document.ReasonFailed, Err: fmt.Errorf("pdf worker: %w", err)}
