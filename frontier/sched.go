@@ -44,6 +44,10 @@ type host struct {
 	// read from the start again (which would pass over them twice), and
 	// the next cycle rewinds them.
 	heldBack bool
+	// hasWork says a look at its queues while the scheduler was idle
+	// found a real entry (see settleIdleLocked), so the next one need not
+	// look again; a lease or a claim taken from the host clears it.
+	hasWork bool
 
 	where      uint8
 	prev, next *host
@@ -406,11 +410,24 @@ func (f *Frontier) tryNextLocked() (l *lease, wait time.Duration, more bool, err
 			continue
 		}
 		h.inflight++
+		h.hasWork = false
 		f.working++
 		f.leases[l.rec.URL] = l
 		f.unplace(h) // to the back of the ready list, if it stays ready
 		f.place(h, now)
 		return l, 0, false, nil
+	}
+	if f.working == 0 && f.claimed == 0 && f.busy > 0 {
+		if tx == nil {
+			var err error
+			if tx, err = f.db.Begin(false); err != nil {
+				return nil, 0, false, err
+			}
+		}
+		more, err := f.settleIdleLocked(tx, now)
+		if err != nil || more {
+			return nil, 0, false, f.check(err)
+		}
 	}
 	// A claimed URL may go back to its queue when the change holding it
 	// ends (release signals), so the cycle is not over while one is held.
@@ -421,6 +438,49 @@ func (f *Frontier) tryNextLocked() (l *lease, wait time.Duration, more bool, err
 		return nil, f.timers[0].readyAt.Sub(now), false, nil
 	}
 	return nil, -1, false, nil
+}
+
+// settleIdleLocked looks at the queues of the hosts waiting out a delay
+// when nothing is leased, claimed or ready. A host's mask only says its
+// queues may hold entries; a pop that finds one empty clears it, but when a
+// host's last URL was leased and done with no pop of the host in between
+// (one worker, or the others busy elsewhere), the host went to wait out its
+// delay still marked busy, and the cycle waited that delay (an hour, if
+// configured so) for nothing. A look is a pop given back: the host keeps
+// its turn and its place in the queue, and is not looked at again until
+// its next lease. more is pop's: entries held back by a page limit were
+// passed over and the caller should come back.
+func (f *Frontier) settleIdleLocked(tx *bolt.Tx, now time.Time) (more bool, err error) {
+	var look []*host
+	for _, h := range f.timers {
+		if h.mask != 0 && !h.hasWork && h.inflight == 0 {
+			look = append(look, h)
+		}
+	}
+	for _, h := range look {
+		vtime, passes := h.vtime, make([]uint64, len(h.lv))
+		for i := range h.lv {
+			passes[i] = h.lv[i].pass
+		}
+		l, more, err := f.pop(tx, h)
+		if err != nil || more {
+			return more, err
+		}
+		if l == nil {
+			f.place(h, now) // every queue was empty: the host only waits its delay
+			continue
+		}
+		l.unreserve(false)
+		if s := h.state(l.level); s.last >= l.seq {
+			s.last = l.seq - 1
+		}
+		h.vtime = vtime
+		for i := range h.lv {
+			h.lv[i].pass = passes[i]
+		}
+		h.hasWork = true
+	}
+	return false, nil
 }
 
 // pop finds h's next entry on disk: the queue chosen by stride, its first
@@ -921,6 +981,7 @@ func (c *claims) release() {
 			h = f.newHost(cl.hostKey)
 		}
 		h.id = cl.id
+		h.hasWork = false // the claim may have taken the entry a look found
 		f.rewind(h, cl.level, cl.seq, now)
 	}
 	c.list = c.list[:0]
