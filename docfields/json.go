@@ -53,6 +53,9 @@ func (d *Document) AppendJSON(b []byte) []byte {
 		b = append(b, `,"doc_language":`...)
 		b = appendString(b, d.Language)
 	}
+	if d.LanguageDetected {
+		b = append(b, `,"doc_language_detected":true`...)
+	}
 	if len(d.Headings) > 0 {
 		b = append(b, `,"doc_headings":`...)
 		b = appendStrings(b, d.Headings)

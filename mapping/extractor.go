@@ -44,6 +44,7 @@
 package mapping
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -59,6 +60,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -106,6 +108,13 @@ type Result struct {
 	// CharsetWarning says how the bytes contradicted the charset the page
 	// declared, and what they were read as instead; "" when they did not.
 	CharsetWarning string `json:"charset_warning,omitempty"`
+	// Origins say which extraction rule or structured data mapping filled
+	// which field, and with what.
+	Origins []Origin `json:"origins,omitempty"`
+	// FieldWarnings are values an extraction rule or a structured data
+	// mapping found that the field's type refused, each with its reason
+	// and the config line.
+	FieldWarnings []string `json:"field_warnings,omitempty"`
 }
 
 // Extractor maps pages of one source. It is safe for concurrent use.
@@ -120,6 +129,16 @@ type Extractor struct {
 	maxBody       int
 	maxLinks      int
 	agents        []string
+
+	// rules are the source's extraction rules; selectors is set when one
+	// of them needs the page's tree.
+	rules     []extractionRule
+	selectors bool
+	// structured reads structured data; structuredMaps are its mappings.
+	structured     bool
+	structuredMaps []structuredMapping
+	// detect guesses the language of a page that declares none.
+	detect *detector
 }
 
 type extraField struct {
@@ -176,6 +195,11 @@ func New(cfg *config.Config, src *config.Source) *Extractor {
 			r.extras = append(r.extras, fi)
 		}
 	}
+	x.compileRules(cfg, src)
+	x.compileStructured(cfg, src)
+	if !ex.NoLanguageDetection {
+		x.detect = newDetector(ex.Languages)
+	}
 	return x
 }
 
@@ -221,6 +245,26 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	for _, v := range page.Header.Values("X-Robots-Tag") {
 		p.robots.parseXRobotsTag(v, x.agents)
 	}
+	var root *html.Node
+	parsed := false
+	dom := func() *html.Node {
+		if !parsed {
+			parsed = true
+			root, _ = html.Parse(bytes.NewReader(body))
+		}
+		return root
+	}
+	u := page.URL.String()
+	x.applyRules(p, u, dom, res)
+	if x.structured {
+		items := jsonLDItems(p.ldScripts(), nil)
+		if bytes.Contains(body, []byte("itemscope")) || bytes.Contains(body, []byte("typeof")) {
+			if r := dom(); r != nil {
+				items = domItems(r, items)
+			}
+		}
+		x.applyStructured(p, items, res)
+	}
 	x.addMeta(p, page.AddMeta)
 
 	d.Title = x.title(p, page.URL)
@@ -236,6 +280,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 			break
 		}
 	}
+	x.detectLanguage(d)
 	x.copyExtrasAndRobots(p, res)
 
 	base := page.URL
