@@ -34,9 +34,12 @@ type Document struct {
 	Depth            int       `json:"doc_depth"`
 	// Pages is a document file's page count (PDF pages, slides, the pages
 	// a word processor saved); 0, and left out, for a web page.
-	Pages     int  `json:"doc_pages,omitempty"`
-	NoSnippet bool `json:"doc_nosnippet"`
-	NoArchive bool `json:"doc_noarchive"`
+	Pages int `json:"doc_pages,omitempty"`
+	// Duplicates are the other URLs serving the same content, when this
+	// document stands for a group of duplicates (doc_url is its primary).
+	Duplicates []string `json:"doc_duplicates,omitempty"`
+	NoSnippet  bool     `json:"doc_nosnippet"`
+	NoArchive  bool     `json:"doc_noarchive"`
 	// Extra holds extra_* fields; each may have several values.
 	Extra map[string][]string `json:"-"`
 }

@@ -159,6 +159,7 @@ func MappingWith(extra map[string]string, opts IndexOptions) map[string]any {
 		"doc_source":       map[string]any{"type": "keyword"},
 		"doc_depth":        map[string]any{"type": "integer"},
 		"doc_pages":        map[string]any{"type": "integer"},
+		"doc_duplicates":   kw(),
 		"doc_nosnippet":    map[string]any{"type": "boolean"},
 		"doc_noarchive":    map[string]any{"type": "boolean"},
 	}

@@ -25,7 +25,7 @@ func TestMappingTypesEveryDocumentField(t *testing.T) {
 		"doc_description": "text", "doc_keywords": "keyword", "doc_author": "keyword",
 		"doc_language": "keyword", "doc_language_detected": "boolean", "doc_headings": "text", "doc_body": "text",
 		"doc_content_type": "keyword", "doc_modified": "date", "doc_crawled": "date",
-		"doc_content_hash": "keyword", "doc_source": "keyword", "doc_depth": "integer", "doc_pages": "integer",
+		"doc_content_hash": "keyword", "doc_source": "keyword", "doc_depth": "integer", "doc_pages": "integer", "doc_duplicates": "keyword",
 		"doc_nosnippet": "boolean", "doc_noarchive": "boolean",
 	}
 	for f, typ := range want {

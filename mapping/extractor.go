@@ -445,8 +445,9 @@ func docPath(u *url.URL) string {
 }
 
 // ContentHash is doc_content_hash: a SHA-256 over the fields a search sees
-// (title, description, keywords, author, language, headings, body, extra
-// fields in name order, nosnippet and noarchive), not over the raw page, so
+// (title, description, keywords, author, language, headings, body, the
+// duplicates it stands for, extra fields in name order, nosnippet and
+// noarchive), not over the raw page, so
 // a changed timestamp in a removed footer or a reordered attribute is no
 // change. Each value is length-prefixed, so moving text between fields
 // changes the hash.
@@ -460,6 +461,11 @@ func ContentHash(d *docfields.Document) string {
 	w.str("language", d.Language)
 	w.list("headings", d.Headings)
 	w.str("body", d.Body)
+	if len(d.Duplicates) > 0 {
+		// Left out when empty, so a page that stands for no group keeps
+		// the hash it had before groups existed.
+		w.list("duplicates", d.Duplicates)
+	}
 	if len(d.Extra) > 0 {
 		names := make([]string, 0, len(d.Extra))
 		for n, v := range d.Extra {

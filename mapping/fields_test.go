@@ -1,10 +1,13 @@
 package mapping
 
 import (
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crawlspace/crawlspace/config"
 )
@@ -261,4 +264,42 @@ func TestDetectableLanguagesAreTheDetectorsOwn(t *testing.T) {
 	if !slices.Equal(codes, config.DetectableLanguages) {
 		t.Errorf("config.DetectableLanguages = %v\nthe detector knows %v", config.DetectableLanguages, codes)
 	}
+}
+
+func FuzzStructuredDataAndRules(f *testing.F) {
+	f.Add([]byte(articleLD))
+	f.Add([]byte(`<div itemscope itemtype="x"><span itemprop="name" itemscope><b itemprop="name">\xff</b></span></div><p class=price>1e309</p>`))
+	f.Add([]byte(`<script type="application/ld+json">[[{"@graph":{"@type":["Article",1],"headline":{"name":[{"@value":true}]}}}]]</script>`))
+	f.Add([]byte(`<div typeof="Book" property="x"><a property="author" typeof href="//h">y</a></div>`))
+	x := extractorFor(f, `extra_fields: {extra_a: keyword, extra_n: double, extra_d: date}
+sources:
+  - name: s
+    start_urls: ["http://s.test/"]
+    extraction:
+      structured_data_mappings: ["Article.headline:extra_a", "name:extra_a", "author.name:extra_d", "Book.author:extra_a"]
+      rules:
+        - fields:
+            - {field: extra_n, selector: ".price", values: all}
+            - {field: extra_a, selector: "[itemprop]", attribute: itemprop, values: all}
+            - {field: extra_d, url: "(\\d+)"}
+`)
+	u, _ := url.Parse("http://s.test/2024/p")
+	f.Fuzz(func(t *testing.T, body []byte) {
+		res, err := x.Extract(Page{URL: u, Header: http.Header{"Content-Type": {"text/html"}}, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, vs := range res.Doc.Extra {
+			for _, v := range vs {
+				if v == "" || !utf8.ValidString(v) {
+					t.Fatalf("%s holds %q", f, v)
+				}
+			}
+		}
+		for _, s := range append(res.Doc.Author, res.Doc.Description) {
+			if !utf8.ValidString(s) {
+				t.Fatalf("invalid UTF-8 %q", s)
+			}
+		}
+	})
 }

@@ -51,7 +51,7 @@ func (x *Extractor) compileStructured(cfg *config.Config, src *config.Source) {
 		}
 		sm := structuredMapping{extra: fi, ref: cfg.Ref(base + "[" + strconv.Itoa(j) + "]")}
 		parts := strings.Split(prop, ".")
-		if c := parts[0][0]; 'A' <= c && c <= 'Z' {
+		if parts[0] != "" && 'A' <= parts[0][0] && parts[0][0] <= 'Z' {
 			sm.typ, parts = parts[0], parts[1:]
 		}
 		sm.path = parts
