@@ -3,31 +3,33 @@ package frontier
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // Groups of duplicates: the URLs of a source whose pages gave the same
 // content key (Outcome.Content), each with the claim its last outcome made
-// (Outcome.Claim). Two buckets hold them: the groups, keyed by source, key
-// and URL so that a group is one range of keys, and each URL's group, so
-// that an outcome can take the URL out of the group it was in. Both are
-// created on the first outcome that joins a group; a store without them
-// has no groups.
+// (Outcome.Claim). Two buckets hold them, keyed by 64-bit hashes (LinkKey's)
+// to stay small beside the records: the groups, keyed by the group's hash
+// and the URL's, so that a group is one range of keys, with the claim and
+// the URL as value; and each URL's content key, so that an outcome can
+// take the URL out of the group it was in. Both are created on the first outcome
+// that joins a group; a store without them has no groups. Two groups
+// whose (source, content) hash alike would read as one: about one chance
+// in ten million at a million groups.
 var (
-	bucketGroups  = []byte("d") // source 0 content 0 URL → claim (uvarint)
-	bucketGroupOf = []byte("D") // URL → source 0 content
+	bucketGroups  = []byte("d") // group hash | URL hash → claim (uvarint) | URL
+	bucketGroupOf = []byte("D") // URL hash → content key
 )
 
 // maxGroupScan bounds the members one SameContent reads.
 const maxGroupScan = 1000
 
-func groupPrefix(source, content string) []byte {
-	b := make([]byte, 0, len(source)+len(content)+2)
-	b = append(b, source...)
-	b = append(b, 0)
-	b = append(b, content...)
-	return append(b, 0)
+// groupKey is the hash of a group.
+func groupKey(source, content string) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 16), LinkKey(source+"\x00"+content))
 }
 
 // regroup applies an outcome's membership to the record it completes, in
@@ -39,13 +41,13 @@ func regroup(tx *bolt.Tx, rec *Record, o *Outcome) error {
 		return nil
 	}
 	of, groups := tx.Bucket(bucketGroupOf), tx.Bucket(bucketGroups)
-	key := []byte(rec.URL)
+	urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(rec.URL))
 	if of != nil {
-		if old := of.Get(key); old != nil {
-			if err := groups.Delete(append(append(bytes.Clone(old), 0), key...)); err != nil {
+		if old := of.Get(urlKey); old != nil {
+			if err := groups.Delete(append(groupKey(rec.Source, string(old)), urlKey...)); err != nil {
 				return err
 			}
-			if err := of.Delete(key); err != nil {
+			if err := of.Delete(urlKey); err != nil {
 				return err
 			}
 		}
@@ -62,11 +64,12 @@ func regroup(tx *bolt.Tx, rec *Record, o *Outcome) error {
 			return err
 		}
 	}
-	prefix := groupPrefix(rec.Source, o.Content)
-	if err := groups.Put(append(prefix, key...), binary.AppendUvarint(nil, uint64(max(o.Claim, 0)))); err != nil {
+	g := groupKey(rec.Source, o.Content)
+	v := binary.AppendUvarint(make([]byte, 0, len(rec.URL)+2), uint64(max(o.Claim, 0)))
+	if err := groups.Put(append(g, urlKey...), append(v, rec.URL...)); err != nil {
 		return err
 	}
-	return of.Put(key, prefix[:len(prefix)-1])
+	return of.Put(urlKey, []byte(o.Content))
 }
 
 // SameContent lists the group of source with content key content: see
@@ -81,32 +84,38 @@ func (f *Frontier) SameContent(source, content string) ([]Member, error) {
 		if groups == nil {
 			return nil
 		}
-		prefix := groupPrefix(source, content)
+		prefix := groupKey(source, content)
 		c := groups.Cursor()
 		n := 0
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < maxGroupScan; k, v = c.Next() {
 			n++
-			url := string(k[len(prefix):])
-			var rec Record
-			rv := urls.Get(k[len(prefix):])
+			claim, w := binary.Uvarint(v)
+			if w <= 0 {
+				return errCorrupt
+			}
+			url := string(v[w:])
+			rv := urls.Get(v[w:])
 			if rv == nil {
 				continue
 			}
+			var rec Record
 			if err := decodeRecord(url, rv, &rec, false); err != nil {
 				return err
 			}
 			if rec.State == Error || rec.State == Excluded {
 				continue // left the crawl without an outcome that regrouped it
 			}
-			claim, _ := binary.Uvarint(v)
 			out = append(out, Member{URL: url, Claim: int(claim)})
 		}
+		// Keyed by the URLs' hashes, the group reads in their order: put
+		// it in the URLs'.
+		slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.URL, b.URL) })
 		return nil
 	})
 	return out, err
 }
 
-// ContentOf is url's group: see Duplicates.
+// ContentOf is url's group: see Duplicates. source is url's record's.
 func (f *Frontier) ContentOf(url string) (string, int, error) {
 	if f.shut.Load() {
 		return "", 0, ErrClosed
@@ -120,17 +129,25 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		if of == nil {
 			return nil
 		}
-		g := of.Get([]byte(url))
-		if g == nil {
+		urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(url))
+		c := of.Get(urlKey)
+		if c == nil {
 			return nil
 		}
-		_, after, ok := bytes.Cut(g, []byte{0})
-		if !ok {
+		rv := tx.Bucket(bucketURLs).Get([]byte(url))
+		if rv == nil {
+			return nil
+		}
+		var rec Record
+		if err := decodeRecord(url, rv, &rec, true); err != nil {
+			return err
+		}
+		v := groups.Get(append(groupKey(rec.Source, string(c)), urlKey...))
+		n, w := binary.Uvarint(v)
+		if w <= 0 {
 			return errCorrupt
 		}
-		content = string(after)
-		c, _ := binary.Uvarint(groups.Get(append(append(bytes.Clone(g), 0), url...)))
-		claim = int(c)
+		content, claim = string(c), int(n)
 		return nil
 	})
 	return content, claim, err

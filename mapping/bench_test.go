@@ -114,6 +114,8 @@ func BenchmarkExtractFields(b *testing.B) {
 		body             []byte
 	}{
 		{"language", "", undeclared},
+		{"language-of-3", `      languages: [en, de, fr]
+`, undeclared},
 		{"language+jsonld", `      structured_data_mappings: ["Article.headline:extra_category"]
 `, withLD},
 		{"language+jsonld+selectors", `      structured_data_mappings: ["Article.headline:extra_category"]

@@ -254,8 +254,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 		}
 		return root
 	}
-	u := page.URL.String()
-	x.applyRules(p, u, dom, res)
+	x.applyRules(p, d.URL, dom, res)
 	if x.structured {
 		items := jsonLDItems(p.ldScripts(), nil)
 		if bytes.Contains(body, []byte("itemscope")) || bytes.Contains(body, []byte("typeof")) {

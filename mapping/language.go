@@ -24,9 +24,10 @@ import (
 // wrong one. docs/fields.md#language has the figures and how they were
 // taken.
 
-// detectBytes is how much of the text is read: the cost of detection
-// grows with the text, its accuracy hardly past a few paragraphs.
-const detectBytes = 2048
+// detectBytes is how much of the text is read: on the texts measured,
+// 1,000 characters were as accurate as 2,000, and 300 lost one text in
+// 40; the cost grows with the text (whatlanggo sorts its trigrams).
+const detectBytes = 1024
 
 // detector guesses a language among a set.
 type detector struct {
