@@ -9,8 +9,8 @@
 //     DC.description and og:description give doc_description; keywords
 //     gives doc_keywords (split on commas); author, DC.creator and
 //     DCTERMS.creator give doc_author; DCTERMS.modified,
-//     article:modified_time, then the Last-Modified header give
-//     doc_modified; <html lang>, DC.language, http-equiv content-language,
+//     article:modified_time, structured data, then the Last-Modified
+//     header give doc_modified; <html lang>, DC.language, http-equiv content-language,
 //     then the Content-Language header give doc_language. Meta tags are
 //     read wherever they are, because broken templates emit them after
 //     <body>.
@@ -37,6 +37,16 @@
 //     word breaks, so no two words are glued together; inline elements
 //     such as b or span join their text as a browser shows it. doc_body is
 //     capped at max_body_bytes (default 1 MiB) on a character boundary.
+//   - Extraction rules (rules.go): for the pages their include/exclude
+//     patterns select, extra fields from CSS selectors (on a second parse
+//     into a tree, only when a selector needs it), the URL or fixed values,
+//     typed like meta values, with refused values reported.
+//   - Structured data (structured.go): schema.org JSON-LD captured during
+//     the parse, microdata and RDFa lite from the tree when the page has
+//     any; mapped into extra fields by configuration, and feeding
+//     doc_modified, doc_author and doc_description after the meta tags.
+//   - The language (language.go): detected from the text when the page
+//     declares none, and flagged doc_language_detected.
 //   - Links from a and area href, frame and iframe src and meta refresh,
 //     resolved against <base href>; only http and https.
 //   - Robots directives from meta tags and X-Robots-Tag, and rel=canonical
