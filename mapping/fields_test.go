@@ -303,3 +303,25 @@ sources:
 		}
 	})
 }
+
+func TestNestedItemsGiveTheirValuesInTheSameOrderEveryTime(t *testing.T) {
+	x := extractorFor(t, `extra_fields: {extra_people: keyword}
+sources:
+  - name: s
+    start_urls: ["http://s.test/"]
+    extraction:
+      structured_data_mappings: ["Person.name:extra_people"]
+`)
+	page := `<script type="application/ld+json">{"@type":"Article","author":{"@type":"Person","name":"A"},
+"editor":{"@type":"Person","name":"B"},"contributor":{"@type":"Person","name":"C"},"translator":{"@type":"Person","name":"D"}}</script>`
+	first := extract(t, x, "http://s.test/a", page)
+	for range 20 {
+		if got := extract(t, x, "http://s.test/a", page); got.Doc.ContentHash != first.Doc.ContentHash {
+			t.Fatalf("values %q then %q: the content hash changed with map order", first.Doc.Extra["extra_people"], got.Doc.Extra["extra_people"])
+		}
+	}
+	// Keys in order: author, contributor, editor, translator.
+	if got := first.Doc.Extra["extra_people"]; !slices.Equal(got, []string{"A", "C", "B", "D"}) {
+		t.Errorf("extra_people = %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,8 +306,10 @@ func eachItem(items []map[string]any, fn func(map[string]any) bool) {
 			if _, typed := m["@type"]; typed && !fn(m) {
 				return false
 			}
-			for k, sub := range m {
-				if k != "@type" && !walk(sub, depth+1) {
+			// In key order: the values found, and so the content hash,
+			// must not depend on map iteration.
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if k != "@type" && !walk(m[k], depth+1) {
 					return false
 				}
 			}
