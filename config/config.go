@@ -180,6 +180,10 @@ type Source struct {
 	// Orphans decides what happens to known pages no longer linked from
 	// anywhere: keep (default), recheck or delete.
 	Orphans string `yaml:"orphans"`
+	// KeepDuplicates indexes each URL of a set serving the same content on
+	// its own, instead of one document listing the others. Negative, so
+	// that its zero is the default.
+	KeepDuplicates bool `yaml:"keep_duplicates"`
 	// MaxTemporaryErrors is how many temporary errors in a row delete a document.
 	MaxTemporaryErrors int `yaml:"max_temporary_errors"`
 	// Budget bounds what the source may hold in the state store and fetch
@@ -294,6 +298,48 @@ type Extraction struct {
 	// TitleOrder is the order of title fallbacks: title, meta, h1, url.
 	TitleOrder   []string `yaml:"title_order"`
 	MaxBodyBytes int      `yaml:"max_body_bytes"`
+
+	// Rules fill extra fields from CSS selectors, the URL or fixed values,
+	// each for the pages its include and exclude patterns select.
+	Rules []ExtractionRule `yaml:"rules"`
+	// StructuredDataMappings are "[Type.]property.path:extra_field" pairs
+	// read from schema.org JSON-LD, microdata and RDFa lite.
+	StructuredDataMappings []string `yaml:"structured_data_mappings"`
+	// IgnoreStructuredData reads no structured data at all: neither the
+	// mappings nor the defaults for doc_modified, doc_author and
+	// doc_description. Negative, so that its zero is the default.
+	IgnoreStructuredData bool `yaml:"ignore_structured_data"`
+	// Languages are the ISO 639-1 codes language detection chooses among
+	// for a page that declares none; empty: every language it knows.
+	Languages []string `yaml:"languages"`
+	// NoLanguageDetection leaves doc_language empty when a page declares
+	// no language.
+	NoLanguageDetection bool `yaml:"no_language_detection"`
+}
+
+// ExtractionRule fills extra fields for the pages it selects: those that
+// match one of Include (or every page when it is empty) and none of
+// Exclude, in the forms of a source's include and exclude.
+type ExtractionRule struct {
+	Include []string    `yaml:"include"`
+	Exclude []string    `yaml:"exclude"`
+	Fields  []FieldRule `yaml:"fields"`
+}
+
+// FieldRule fills one extra field from exactly one of Selector, URL and
+// Value.
+type FieldRule struct {
+	Field string `yaml:"field"`
+	// Selector is a CSS selector; the element's text, or its Attribute.
+	Selector  string `yaml:"selector"`
+	Attribute string `yaml:"attribute"`
+	// Values is first (the first non-empty value) or all.
+	Values string `yaml:"values"`
+	// URL is a regular expression on the page's URL: its first group's
+	// match, or the whole match without a group.
+	URL string `yaml:"url"`
+	// Value is a fixed value.
+	Value *string `yaml:"value"`
 }
 
 // Duration is a time.Duration written as "1h30m" in YAML.

@@ -64,6 +64,7 @@ import (
 //	sources[].extraction.remove_classes     [noindex]
 //	sources[].extraction.title_order        [title, meta, h1, url]
 //	sources[].extraction.max_body_bytes     1048576 (1 MiB)
+//	sources[].extraction.rules[].fields[].values   first
 //	sources[].orphans                       keep
 //	sources[].max_temporary_errors          3
 //	sources[].budget                        max_urls 5000000, max_urls_per_host 1000000, max_hosts 10000,
@@ -244,6 +245,12 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 	defaultList(&e.RemoveClasses, "noindex")
 	defaultList(&e.TitleOrder, "title", "meta", "h1", "url")
 	defaultAt(written, at("extraction.max_body_bytes"), &e.MaxBodyBytes, 1<<20)
+	for j := range e.Rules {
+		for f := range e.Rules[j].Fields {
+			fr := &e.Rules[j].Fields[f]
+			defaultAt(written, at("extraction.rules["+strconv.Itoa(j)+"].fields["+strconv.Itoa(f)+"].values"), &fr.Values, "first")
+		}
+	}
 
 	defaultAt(written, at("orphans"), &s.Orphans, "keep")
 	defaultAt(written, at("max_temporary_errors"), &s.MaxTemporaryErrors, 3)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/crawlspace/crawlspace/docfields"
@@ -568,6 +569,7 @@ func (k *checker) source(i int) {
 	// A document travels in one bulk request: with bulk_flush_bytes it must
 	// stay under Elasticsearch's 100MiB request limit, escaped as JSON.
 	k.size(at("extraction.max_body_bytes"), int64(e.MaxBodyBytes), 1, 16<<20)
+	k.extractionRules(at("extraction.rules"), e)
 
 	k.oneOf(at("orphans"), s.Orphans, "keep", "recheck", "delete")
 	k.between(at("max_temporary_errors"), int64(s.MaxTemporaryErrors), 1, 1000)
@@ -651,6 +653,111 @@ func (k *checker) metaMapping(path, mm string) {
 		} else {
 			k.errorf(path, "field %q must be named extra_* (^extra_[a-z0-9_]+$)", field)
 		}
+		return
+	}
+	if _, declared := k.c.ExtraFields[field]; !declared {
+		k.errorf(path, "field %s is not declared in extra_fields (add \"%s: keyword\" there)", field, field)
+	}
+}
+
+// extractionRules checks extraction rules, structured data mappings and
+// the languages of detection. The regular expressions of include and
+// exclude are compiled with the crawl space (rules.Compile), which reads
+// them as it reads a source's.
+func (k *checker) extractionRules(path string, e *Extraction) {
+	for j := range e.Rules {
+		rp := indexPath(path, j)
+		r := &e.Rules[j]
+		k.patterns(rp+".include", r.Include)
+		k.patterns(rp+".exclude", r.Exclude)
+		if len(r.Fields) == 0 && !k.unknown[rp] {
+			k.errorf(rp+".fields", "at least one field is required")
+		}
+		for f := range r.Fields {
+			k.fieldRule(indexPath(rp+".fields", f), &r.Fields[f])
+		}
+	}
+	base := parentPath(path)
+	for j, m := range e.StructuredDataMappings {
+		mp := indexPath(base+".structured_data_mappings", j)
+		prop, field, ok := SplitMetaMapping(m)
+		if !ok || !structuredPath.MatchString(prop) {
+			k.errorf(mp, "%q must be [Type.]property[.property...]:extra_field, such as Article.author.name:extra_author", m)
+			continue
+		}
+		k.extraField(mp, field)
+	}
+	if e.IgnoreStructuredData && len(e.StructuredDataMappings) > 0 {
+		k.errorf(base+".structured_data_mappings", "contradicts ignore_structured_data: true")
+	}
+	for j, l := range e.Languages {
+		lp := indexPath(base+".languages", j)
+		if !slices.Contains(DetectableLanguages, strings.ToLower(l)) {
+			k.errorf(lp, "%q is not a language detection knows; give an ISO 639-1 code such as en, de, fr (docs/fields.md lists them)", l)
+		}
+	}
+	if e.NoLanguageDetection && len(e.Languages) > 0 {
+		k.errorf(base+".languages", "contradicts no_language_detection: true")
+	}
+}
+
+// structuredPath is a structured data path: an optional schema.org type
+// (capitalised), then properties separated by dots.
+var structuredPath = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*\.)?[a-z@][A-Za-z0-9_]*(\.[a-z@][A-Za-z0-9_]*)*$`)
+
+// fieldRule checks one field of an extraction rule: the field declared,
+// exactly one of selector, url and value, each valid.
+func (k *checker) fieldRule(fp string, r *FieldRule) {
+	if k.nonEmpty(fp+".field", r.Field) {
+		k.extraField(fp+".field", r.Field)
+	}
+	var given []string
+	for _, g := range []struct {
+		key string
+		set bool
+	}{{"selector", k.has(fp + ".selector")}, {"url", k.has(fp + ".url")}, {"value", r.Value != nil}} {
+		if g.set {
+			given = append(given, g.key)
+		}
+	}
+	switch {
+	case len(given) == 0:
+		k.errorf(fp, "give one of selector, url or value")
+		return
+	case len(given) > 1:
+		k.errorf(fp+"."+given[1], "give only one of selector, url or value (%s is given too)", given[0])
+		return
+	}
+	k.oneOf(fp+".values", r.Values, "first", "all")
+	if r.Attribute != "" && r.Selector == "" {
+		k.errorf(fp+".attribute", "needs a selector")
+	}
+	if r.Attribute != "" && !attributeName.MatchString(r.Attribute) {
+		k.errorf(fp+".attribute", "%q is not an attribute name", r.Attribute)
+	}
+	switch given[0] {
+	case "selector":
+		if k.nonEmpty(fp+".selector", r.Selector) {
+			if _, err := cascadia.Compile(r.Selector); err != nil {
+				k.errorf(fp+".selector", "%q is not a CSS selector: %v", r.Selector, err)
+			}
+		}
+	case "url":
+		if k.nonEmpty(fp+".url", r.URL) {
+			if _, err := regexp.Compile(r.URL); err != nil {
+				k.errorf(fp+".url", "%q is not a regular expression (RE2 syntax): %v", r.URL, err)
+			}
+		}
+	}
+}
+
+// attributeName is what an HTML attribute name may be, as selectors see it.
+var attributeName = regexp.MustCompile(`^[A-Za-z_:][A-Za-z0-9_:.-]*$`)
+
+// extraField checks that field is an extra field declared in extra_fields.
+func (k *checker) extraField(path, field string) {
+	if !docfields.ValidExtraName(field) {
+		k.errorf(path, "field %q must be named extra_* (^extra_[a-z0-9_]+$)", field)
 		return
 	}
 	if _, declared := k.c.ExtraFields[field]; !declared {

@@ -13,27 +13,33 @@ import (
 // custom fields (from meta mappings and add_meta) live in Extra under
 // extra_* names and are flattened into the JSON source.
 type Document struct {
-	URL         string    `json:"doc_url"`
-	Host        string    `json:"doc_host"`
-	Path        string    `json:"doc_path"`
-	Title       string    `json:"doc_title"`
-	Description string    `json:"doc_description,omitempty"`
-	Keywords    []string  `json:"doc_keywords,omitempty"`
-	Author      []string  `json:"doc_author,omitempty"`
-	Language    string    `json:"doc_language,omitempty"`
-	Headings    []string  `json:"doc_headings,omitempty"`
-	Body        string    `json:"doc_body"`
-	ContentType string    `json:"doc_content_type"`
-	Modified    time.Time `json:"doc_modified,omitzero"`
-	Crawled     time.Time `json:"doc_crawled,omitzero"`
-	ContentHash string    `json:"doc_content_hash"`
-	Source      string    `json:"doc_source"`
-	Depth       int       `json:"doc_depth"`
+	URL         string   `json:"doc_url"`
+	Host        string   `json:"doc_host"`
+	Path        string   `json:"doc_path"`
+	Title       string   `json:"doc_title"`
+	Description string   `json:"doc_description,omitempty"`
+	Keywords    []string `json:"doc_keywords,omitempty"`
+	Author      []string `json:"doc_author,omitempty"`
+	Language    string   `json:"doc_language,omitempty"`
+	// LanguageDetected says Language was guessed from the text, the page
+	// declaring none.
+	LanguageDetected bool      `json:"doc_language_detected,omitempty"`
+	Headings         []string  `json:"doc_headings,omitempty"`
+	Body             string    `json:"doc_body"`
+	ContentType      string    `json:"doc_content_type"`
+	Modified         time.Time `json:"doc_modified,omitzero"`
+	Crawled          time.Time `json:"doc_crawled,omitzero"`
+	ContentHash      string    `json:"doc_content_hash"`
+	Source           string    `json:"doc_source"`
+	Depth            int       `json:"doc_depth"`
 	// Pages is a document file's page count (PDF pages, slides, the pages
 	// a word processor saved); 0, and left out, for a web page.
-	Pages     int  `json:"doc_pages,omitempty"`
-	NoSnippet bool `json:"doc_nosnippet"`
-	NoArchive bool `json:"doc_noarchive"`
+	Pages int `json:"doc_pages,omitempty"`
+	// Duplicates are the other URLs serving the same content, when this
+	// document stands for a group of duplicates (doc_url is its primary).
+	Duplicates []string `json:"doc_duplicates,omitempty"`
+	NoSnippet  bool     `json:"doc_nosnippet"`
+	NoArchive  bool     `json:"doc_noarchive"`
 	// Extra holds extra_* fields; each may have several values.
 	Extra map[string][]string `json:"-"`
 }

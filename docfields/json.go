@@ -53,6 +53,9 @@ func (d *Document) AppendJSON(b []byte) []byte {
 		b = append(b, `,"doc_language":`...)
 		b = appendString(b, d.Language)
 	}
+	if d.LanguageDetected {
+		b = append(b, `,"doc_language_detected":true`...)
+	}
 	if len(d.Headings) > 0 {
 		b = append(b, `,"doc_headings":`...)
 		b = appendStrings(b, d.Headings)
@@ -78,6 +81,10 @@ func (d *Document) AppendJSON(b []byte) []byte {
 	if d.Pages > 0 {
 		b = append(b, `,"doc_pages":`...)
 		b = strconv.AppendInt(b, int64(d.Pages), 10)
+	}
+	if len(d.Duplicates) > 0 {
+		b = append(b, `,"doc_duplicates":`...)
+		b = appendStrings(b, d.Duplicates)
 	}
 	b = append(b, `,"doc_nosnippet":`...)
 	b = strconv.AppendBool(b, d.NoSnippet)
@@ -107,7 +114,7 @@ func (d *Document) AppendJSON(b []byte) []byte {
 func (d *Document) jsonSizeHint() int {
 	n := 320 + len(d.URL) + len(d.Host) + len(d.Path) + len(d.Title) + len(d.Description) +
 		len(d.Body) + len(d.Language) + len(d.ContentType) + len(d.ContentHash) + len(d.Source)
-	for _, ss := range [][]string{d.Keywords, d.Author, d.Headings} {
+	for _, ss := range [][]string{d.Keywords, d.Author, d.Headings, d.Duplicates} {
 		for _, s := range ss {
 			n += len(s) + 3
 		}

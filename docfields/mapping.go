@@ -13,7 +13,7 @@ import (
 // MappingVersion is bumped whenever Mapping changes for the doc_* fields, so
 // PhysicalIndex names a fresh index and the sink reindexes behind the alias
 // instead of writing documents an old mapping would misread.
-const MappingVersion = 2
+const MappingVersion = 3
 
 // ExtraPrefix starts the name of every custom field.
 const ExtraPrefix = "extra_"
@@ -142,11 +142,12 @@ func MappingWith(extra map[string]string, opts IndexOptions) map[string]any {
 				"keyword": map[string]any{"type": "keyword", "ignore_above": 256},
 			},
 		},
-		"doc_description": map[string]any{"type": "text"},
-		"doc_keywords":    withText(kw()),
-		"doc_author":      withText(kw()),
-		"doc_language":    map[string]any{"type": "keyword", "ignore_above": 64},
-		"doc_headings":    map[string]any{"type": "text"},
+		"doc_description":       map[string]any{"type": "text"},
+		"doc_keywords":          withText(kw()),
+		"doc_author":            withText(kw()),
+		"doc_language":          map[string]any{"type": "keyword", "ignore_above": 64},
+		"doc_language_detected": map[string]any{"type": "boolean"},
+		"doc_headings":          map[string]any{"type": "text"},
 		// Offsets let the unified highlighter work from the postings, so
 		// snippets of long bodies need no re-analysis and are not cut off
 		// by index.highlight.max_analyzed_offset.
@@ -158,6 +159,7 @@ func MappingWith(extra map[string]string, opts IndexOptions) map[string]any {
 		"doc_source":       map[string]any{"type": "keyword"},
 		"doc_depth":        map[string]any{"type": "integer"},
 		"doc_pages":        map[string]any{"type": "integer"},
+		"doc_duplicates":   kw(),
 		"doc_nosnippet":    map[string]any{"type": "boolean"},
 		"doc_noarchive":    map[string]any{"type": "boolean"},
 	}

@@ -23,9 +23,9 @@ func TestMappingTypesEveryDocumentField(t *testing.T) {
 	want := map[string]string{
 		"doc_url": "keyword", "doc_host": "keyword", "doc_path": "keyword", "doc_title": "text",
 		"doc_description": "text", "doc_keywords": "keyword", "doc_author": "keyword",
-		"doc_language": "keyword", "doc_headings": "text", "doc_body": "text",
+		"doc_language": "keyword", "doc_language_detected": "boolean", "doc_headings": "text", "doc_body": "text",
 		"doc_content_type": "keyword", "doc_modified": "date", "doc_crawled": "date",
-		"doc_content_hash": "keyword", "doc_source": "keyword", "doc_depth": "integer", "doc_pages": "integer",
+		"doc_content_hash": "keyword", "doc_source": "keyword", "doc_depth": "integer", "doc_pages": "integer", "doc_duplicates": "keyword",
 		"doc_nosnippet": "boolean", "doc_noarchive": "boolean",
 	}
 	for f, typ := range want {
@@ -84,8 +84,8 @@ func TestPhysicalIndexChangesWithExtraFieldsAndIsStable(t *testing.T) {
 	if a != b {
 		t.Errorf("same mapping, different names: %s %s", a, b)
 	}
-	if !strings.HasPrefix(a, "web-v2-") || len(a) != len("web-v2-")+8 {
-		t.Errorf("name %q has not the form web-v2-<8 hex>", a)
+	if !strings.HasPrefix(a, "web-v3-") || len(a) != len("web-v3-")+8 {
+		t.Errorf("name %q has not the form web-v3-<8 hex>", a)
 	}
 	for _, other := range []map[string]string{nil, {"extra_a": ""}, {"extra_a": "", "extra_b": "long"}} {
 		if PhysicalIndex("web", other) == a {

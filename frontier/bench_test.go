@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -135,5 +136,26 @@ func BenchmarkTryNextRelease(b *testing.B) {
 			b.Fatal(l, err)
 		}
 		l.Release()
+	}
+}
+
+// BenchmarkNextCompleteInAGroup is BenchmarkNextComplete with each page
+// joining a group of duplicates, as every indexed page does unless its
+// source keeps duplicates: the cost of regrouping.
+func BenchmarkNextCompleteInAGroup(b *testing.B) {
+	f := openTest(b, "", Options{Policy: policy(4, 0)})
+	fill(b, f, b.N)
+	before := f.db.Stats()
+	b.ResetTimer()
+	defer func() { b.StopTimer(); reportWrites(b, f, before) }()
+	for i := range b.N {
+		l, _, err := f.TryNext()
+		if err != nil || l == nil {
+			b.Fatal(l, err)
+		}
+		content := strconv.Itoa(i)
+		if err := l.Complete(Outcome{State: Fetched, Status: 200, Hash: content, Content: content, Claim: 1}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -128,6 +128,39 @@ type Meta interface {
 	PutMeta(key string, value []byte) error
 }
 
+// Duplicates keeps, per source, the groups of URLs whose pages had the same
+// content, so that one document stands for each group. A group is named
+// by its content key (Outcome.Content, the content hash of the pages);
+// each member carries the claim its own last outcome made (Outcome.Claim):
+// 0 when it left the group's document to another URL, n > 0 when it wrote
+// the group's document listing n-1 other members. The provider chooses the
+// primary and writes the documents; the store only keeps the groups.
+//
+// Completing a lease regroups its URL in the completion's transaction: a
+// Waiting outcome leaves the URL's group as it was; any other outcome takes
+// the URL out of its group and, when it is Fetched with Content set, puts
+// it in the group of (its source, Content) with Claim. Nothing else changes
+// a group: Reapply, Orphans and Refetch leave memberships alone.
+//
+// A store that does not implement Duplicates has no groups, and every URL
+// is its own document, as with keep_duplicates.
+type Duplicates interface {
+	// SameContent lists the members of the group (source, content) in
+	// URL byte order, leaving out URLs whose record is in Error or
+	// Excluded (a change without an outcome, such as Reapply or an
+	// orphan's deletion, left them in the group); at most 1,000 are read.
+	SameContent(source, content string) ([]Member, error)
+	// ContentOf is the content key of url's group and url's claim in it;
+	// "" when url is in none.
+	ContentOf(url string) (content string, claim int, err error)
+}
+
+// Member is a URL of a group of duplicates with its claim (see Duplicates).
+type Member struct {
+	URL   string
+	Claim int
+}
+
 // Reports are the store's answers for status, no part of a crawl: a
 // URL's history and what the budgets count.
 type Reports interface {
@@ -138,6 +171,7 @@ type Reports interface {
 }
 
 var (
-	_ Store   = (*Frontier)(nil)
-	_ Reports = (*Frontier)(nil)
+	_ Store      = (*Frontier)(nil)
+	_ Reports    = (*Frontier)(nil)
+	_ Duplicates = (*Frontier)(nil)
 )

@@ -595,6 +595,11 @@ type Outcome struct {
 	// document DocID, so that a write sent after the outcome is stored
 	// survives a crash until its acknowledgement (Writes.Acknowledge).
 	Pending, DocID string
+	// Content and Claim regroup the URL among its duplicates (see
+	// Duplicates): Content is the content key of the group a Fetched page
+	// joins, "" for none; Claim the claim it makes there.
+	Content string
+	Claim   int
 	// Detail is free text for the history event of the outcome (the rule
 	// that excluded the URL, an error message).
 	Detail string
@@ -791,6 +796,9 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 			rec.DocID, rec.Pending = o.DocID, o.Pending
 		}
 		rec.State = o.State
+		if err := regroup(tx, &rec, o); err != nil {
+			return err
+		}
 		if o.ReadLinks {
 			rec.HasLinks = true
 			links := o.Links

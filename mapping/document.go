@@ -13,7 +13,8 @@ import (
 // resolution and cap, and content hash. mediaType is the type the file was
 // read as. The title is the file's own, then its first heading, then the
 // URL made readable; doc_modified is the file's own date, then
-// Last-Modified; doc_language the file's, then Content-Language.
+// Last-Modified; doc_language the file's, then Content-Language, then
+// the language detected in its text.
 func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Content) (*Result, error) {
 	if page.URL == nil {
 		return nil, errors.New("mapping: page has no URL")
@@ -54,6 +55,7 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 	if x.maxBody > 0 && len(d.Body) > x.maxBody {
 		d.Body, res.BodyTruncated = cutUTF8(d.Body, x.maxBody), true
 	}
+	x.detectLanguage(d)
 	d.Modified = c.Modified.UTC()
 	if c.Modified.IsZero() {
 		if v := page.Header.Get("Last-Modified"); v != "" {

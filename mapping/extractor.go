@@ -9,8 +9,8 @@
 //     DC.description and og:description give doc_description; keywords
 //     gives doc_keywords (split on commas); author, DC.creator and
 //     DCTERMS.creator give doc_author; DCTERMS.modified,
-//     article:modified_time, then the Last-Modified header give
-//     doc_modified; <html lang>, DC.language, http-equiv content-language,
+//     article:modified_time, structured data, then the Last-Modified
+//     header give doc_modified; <html lang>, DC.language, http-equiv content-language,
 //     then the Content-Language header give doc_language. Meta tags are
 //     read wherever they are, because broken templates emit them after
 //     <body>.
@@ -37,6 +37,16 @@
 //     word breaks, so no two words are glued together; inline elements
 //     such as b or span join their text as a browser shows it. doc_body is
 //     capped at max_body_bytes (default 1 MiB) on a character boundary.
+//   - Extraction rules (rules.go): for the pages their include/exclude
+//     patterns select, extra fields from CSS selectors (on a second parse
+//     into a tree, only when a selector needs it), the URL or fixed values,
+//     typed like meta values, with refused values reported.
+//   - Structured data (structured.go): schema.org JSON-LD captured during
+//     the parse, microdata and RDFa lite from the tree when the page has
+//     any; mapped into extra fields by configuration, and feeding
+//     doc_modified, doc_author and doc_description after the meta tags.
+//   - The language (language.go): detected from the text when the page
+//     declares none, and flagged doc_language_detected.
 //   - Links from a and area href, frame and iframe src and meta refresh,
 //     resolved against <base href>; only http and https.
 //   - Robots directives from meta tags and X-Robots-Tag, and rel=canonical
@@ -44,6 +54,7 @@
 package mapping
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -59,6 +70,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -106,6 +118,13 @@ type Result struct {
 	// CharsetWarning says how the bytes contradicted the charset the page
 	// declared, and what they were read as instead; "" when they did not.
 	CharsetWarning string `json:"charset_warning,omitempty"`
+	// Origins say which extraction rule or structured data mapping filled
+	// which field, and with what.
+	Origins []Origin `json:"origins,omitempty"`
+	// FieldWarnings are values an extraction rule or a structured data
+	// mapping found that the field's type refused, each with its reason
+	// and the config line.
+	FieldWarnings []string `json:"field_warnings,omitempty"`
 }
 
 // Extractor maps pages of one source. It is safe for concurrent use.
@@ -120,6 +139,16 @@ type Extractor struct {
 	maxBody       int
 	maxLinks      int
 	agents        []string
+
+	// rules are the source's extraction rules; selectors is set when one
+	// of them needs the page's tree.
+	rules     []extractionRule
+	selectors bool
+	// structured reads structured data; structuredMaps are its mappings.
+	structured     bool
+	structuredMaps []structuredMapping
+	// detect guesses the language of a page that declares none.
+	detect *detector
 }
 
 type extraField struct {
@@ -176,6 +205,11 @@ func New(cfg *config.Config, src *config.Source) *Extractor {
 			r.extras = append(r.extras, fi)
 		}
 	}
+	x.compileRules(cfg, src)
+	x.compileStructured(cfg, src)
+	if !ex.NoLanguageDetection {
+		x.detect = newDetector(ex.Languages)
+	}
 	return x
 }
 
@@ -221,6 +255,25 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	for _, v := range page.Header.Values("X-Robots-Tag") {
 		p.robots.parseXRobotsTag(v, x.agents)
 	}
+	var root *html.Node
+	parsed := false
+	dom := func() *html.Node {
+		if !parsed {
+			parsed = true
+			root, _ = html.Parse(bytes.NewReader(body))
+		}
+		return root
+	}
+	x.applyRules(p, d.URL, dom, res)
+	if x.structured {
+		items := jsonLDItems(p.ldScripts(), nil)
+		if bytes.Contains(body, []byte("itemscope")) || bytes.Contains(body, []byte("typeof")) {
+			if r := dom(); r != nil {
+				items = domItems(r, items)
+			}
+		}
+		x.applyStructured(p, items, res)
+	}
 	x.addMeta(p, page.AddMeta)
 
 	d.Title = x.title(p, page.URL)
@@ -236,6 +289,7 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 			break
 		}
 	}
+	x.detectLanguage(d)
 	x.copyExtrasAndRobots(p, res)
 
 	base := page.URL
@@ -400,8 +454,9 @@ func docPath(u *url.URL) string {
 }
 
 // ContentHash is doc_content_hash: a SHA-256 over the fields a search sees
-// (title, description, keywords, author, language, headings, body, extra
-// fields in name order, nosnippet and noarchive), not over the raw page, so
+// (title, description, keywords, author, language, headings, body, the
+// duplicates it stands for, extra fields in name order, nosnippet and
+// noarchive), not over the raw page, so
 // a changed timestamp in a removed footer or a reordered attribute is no
 // change. Each value is length-prefixed, so moving text between fields
 // changes the hash.
@@ -415,6 +470,11 @@ func ContentHash(d *docfields.Document) string {
 	w.str("language", d.Language)
 	w.list("headings", d.Headings)
 	w.str("body", d.Body)
+	if len(d.Duplicates) > 0 {
+		// Left out when empty, so a page that stands for no group keeps
+		// the hash it had before groups existed.
+		w.list("duplicates", d.Duplicates)
+	}
 	if len(d.Extra) > 0 {
 		names := make([]string, 0, len(d.Extra))
 		for n, v := range d.Extra {

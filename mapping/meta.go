@@ -57,8 +57,8 @@ const ownAgent = "crawlspace"
 
 const (
 	titleSlots    = 3
-	descSlots     = 4
-	modifiedSlots = 3 // two meta names, then the Last-Modified header
+	descSlots     = 5 // four meta names, then structured data
+	modifiedSlots = 4 // two meta names, structured data, then the Last-Modified header
 	langSlots     = 4 // <html lang>, DC language, http-equiv, Content-Language
 )
 

@@ -137,6 +137,7 @@ type parser struct {
 	inTitle   bool
 	titleSeen bool
 	skipRaw   bool // the next text token is the content of an untracked raw element
+	inLD      bool // the next text token is a JSON-LD script's
 
 	body, head, tbuf, scratch textBuf
 	name                      []byte
@@ -162,6 +163,9 @@ type parser struct {
 	arena     []byte
 	seen      map[string]int
 	resolved  []byte
+	// ld holds the JSON-LD scripts' text, ldEnds where each ends.
+	ld     []byte
+	ldEnds []int
 }
 
 func (p *parser) reset(x *Extractor) {
@@ -170,7 +174,8 @@ func (p *parser) reset(x *Extractor) {
 	p.stack = p.stack[:0]
 	p.removed, p.foreign, p.inert, p.pre, p.heading = 0, 0, 0, 0, 0
 	p.openP, p.openLi, p.openDd, p.openA = 0, 0, 0, 0
-	p.noindex, p.inBody, p.inTitle, p.titleSeen, p.skipRaw = false, false, false, false, false
+	p.noindex, p.inBody, p.inTitle, p.titleSeen, p.skipRaw, p.inLD = false, false, false, false, false, false
+	p.ld, p.ldEnds = p.ld[:0], p.ldEnds[:0]
 	p.body.reset(x.maxBody, true)
 	p.head.reset(0, false)
 	p.tbuf.reset(maxTitle, false)
@@ -215,13 +220,13 @@ func (p *parser) run(body []byte) {
 		case html.TextToken:
 			p.text(z.Text())
 		case html.StartTagToken, html.SelfClosingTagToken:
-			p.skipRaw = false
+			p.skipRaw, p.inLD = false, false
 			p.startTag(z.Raw(), tt == html.SelfClosingTagToken)
 		case html.EndTagToken:
-			p.skipRaw = false
+			p.skipRaw, p.inLD = false, false
 			p.endTag(z.Raw())
 		case html.CommentToken:
-			p.skipRaw = false
+			p.skipRaw, p.inLD = false, false
 			p.comment(z.Text())
 		}
 	}
@@ -245,6 +250,13 @@ func (p *parser) tagName(raw []byte, offset int) []byte {
 }
 
 func (p *parser) text(t []byte) {
+	if p.inLD {
+		p.inLD = false
+		if len(p.ld)+len(t) <= maxJSONLD {
+			p.ld = append(p.ld, t...)
+			p.ldEnds = append(p.ldEnds, len(p.ld))
+		}
+	}
 	if p.skipRaw {
 		p.skipRaw = false
 		return
@@ -351,6 +363,13 @@ func (p *parser) startTag(raw []byte, selfClosing bool) {
 				tag = tagIframe
 			}
 			p.addLink(v, tag, false)
+		}
+	case atom.Script:
+		// JSON-LD is read wherever it is, as search engines read it.
+		if p.x.structured && p.foreign == 0 {
+			if v, ok := p.attr("type"); ok && isJSONLDType(v) {
+				p.inLD = true
+			}
 		}
 	case atom.Title:
 		if p.foreign == 0 && !p.titleSeen {

@@ -38,6 +38,8 @@ type Crawler struct {
 	front frontier.Store
 	bolt  *frontier.Frontier
 	sink  sink.Sink
+	// groupLocks serialise duplicates' decisions (duplicates.go).
+	groupLocks groupLocks
 	// formats are the formats read, and readers the readers of the
 	// document formats among them, shared by the sources.
 	formats []Format

@@ -175,7 +175,7 @@ func TestDeclaredCharsetTheBytesContradictFallsBackToDetectionWithAWarning(t *te
 		paths = append(paths, c.path)
 	}
 	site.html("/", "home", links(paths...))
-	cfg, out := testConfig(t, "", "", site.URL+"/")
+	cfg, out := testConfig(t, "", "keep_duplicates: true", site.URL+"/") // the same text in each charset: each its own document
 
 	c, report := crawlKeep(t, cfg)
 

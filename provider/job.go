@@ -32,6 +32,9 @@ type job struct {
 	src *source // nil when the URL's source left the config
 	d   rules.Decision
 	u   *url.URL
+	// unlockGroup releases the page's group of duplicates once its
+	// outcome is stored; nil when it took none.
+	unlockGroup func()
 }
 
 // endKind is how a job ends.
@@ -177,7 +180,9 @@ func (j *job) run(ctx context.Context) end {
 func (j *job) conditional() (http.Header, bool) {
 	hdr := http.Header{}
 	rec := j.rec
-	if !rec.Indexed || rec.Pending != "" || !rec.HasLinks || (rec.ETag == "" && rec.LastModified == "" && rec.FetchedAt.IsZero()) {
+	// A forgotten hash asks for the document to be written again
+	// (Writes.Refetch): a 304 would not write it.
+	if !rec.Indexed || rec.Pending != "" || rec.Hash == "" || !rec.HasLinks || (rec.ETag == "" && rec.LastModified == "" && rec.FetchedAt.IsZero()) {
 		return hdr, false
 	}
 	if rec.ETag != "" {
@@ -329,8 +334,14 @@ func (j *job) finish(e end) {
 	case notModified:
 		j.c.reportNow().unchanged(j.src.cfg.Name)
 		j.c.log.Debug("unchanged", "url", j.item.URL, "source", j.src.cfg.Name, "status", e.status)
-		j.c.complete(j.lease, frontier.Outcome{State: frontier.Fetched, Status: e.status, ETag: j.rec.ETag,
-			LastModified: j.rec.LastModified, Hash: j.rec.Hash}, nil)
+		o := frontier.Outcome{State: frontier.Fetched, Status: e.status, ETag: j.rec.ETag,
+			LastModified: j.rec.LastModified, Hash: j.rec.Hash}
+		if g := j.c.groups(j.src); g != nil {
+			// Unchanged, it stays in its group with its claim; settling
+			// the group checks that claim still holds.
+			o.Content, o.Claim, _ = g.ContentOf(j.item.URL)
+		}
+		j.c.complete(j.lease, o, nil)
 	case fetched:
 		j.page(e)
 	case signInFailed:
@@ -495,14 +506,46 @@ func (j *job) page(e end) {
 	case noindex:
 		c.decided(src.cfg.Name, it.URL, "noindex", "", http.StatusOK)
 		w = unindex(rec)
-	case rec.Indexed && rec.Hash == out.Doc.ContentHash && rec.Pending == "":
+	default:
+		w = j.document(out.Doc, &outcome)
+	}
+	c.completeThen(j.lease, outcome, w, j.unlockGroup)
+}
+
+// document is the write of a page that is indexed: its document, unless
+// the index holds it as it is, or, when it is a duplicate, the deletion of
+// a document of its own, the primary of its group holding the group's.
+func (j *job) document(doc docfields.Document, o *frontier.Outcome) *write {
+	c, src, rec := j.c, j.src, j.rec
+	if g := c.groups(src); g != nil {
+		// Members of one group decide one at a time, each seeing the
+		// outcomes stored before it: two copies fetched at once would
+		// otherwise both claim the document.
+		j.unlockGroup = c.lockGroup(src.cfg.Name, doc.ContentHash)
+		primary, err := j.joinGroup(g, &doc, o)
+		switch {
+		case err != nil:
+			// Without its group the page is indexed as its own document;
+			// the store failing will stop the crawl soon enough.
+			c.log.Error("cannot read the page's group of duplicates", "url", j.item.URL, "source", src.cfg.Name, "err", err)
+			o.Content, o.Claim = "", 0
+		case primary != j.item.URL:
+			c.decided(src.cfg.Name, j.item.URL, "duplicate", primary, http.StatusOK)
+			// The page's history (status -url) names the URL holding its document.
+			note := "duplicate: " + primary
+			if o.Detail != "" {
+				note += "; " + o.Detail
+			}
+			o.Detail = note
+			return unindex(rec)
+		}
+	}
+	if rec.Indexed && rec.Hash == doc.ContentHash && rec.Pending == "" {
 		// Same content as the indexed document: no write.
 		c.reportNow().unchanged(src.cfg.Name)
-	default:
-		doc := out.Doc
-		w = &write{id: docfields.ID(doc.URL), url: doc.URL, source: src.cfg.Name, doc: &doc}
+		return nil
 	}
-	c.complete(j.lease, outcome, w)
+	return &write{id: docfields.ID(doc.URL), url: doc.URL, source: src.cfg.Name, doc: &doc}
 }
 
 // unreadable records a page or file its extractor could not read, under

@@ -58,7 +58,7 @@ func TestOnePageSpeltManyWaysIsFetchedOnce(t *testing.T) {
 	))
 	site.html("/page.html", "page", "")
 	site.html("/item", "item", "")
-	cfg, _ := testConfig(t, "", "", site.URL+"/")
+	cfg, _ := testConfig(t, "", "keep_duplicates: true", site.URL+"/") // /item?id=1 and 2 are alike: each its own document, fetched once
 
 	crawlKeep(t, cfg)
 

@@ -162,6 +162,13 @@ func (c *Crawler) pageWarnings(source, url string, out *mapping.Result, followed
 		c.log.Info("page links capped", "url", url, "source", source, "reason", "links_capped", "detail", detail)
 		notes = append(notes, "links_capped: "+detail)
 	}
+	for _, fw := range out.FieldWarnings {
+		// A value an extraction rule or structured data mapping found that
+		// its field's type refused: the page is indexed without it.
+		c.reportNow().Reason(source, url, "field_unparsed", fw)
+		c.log.Info("field value refused by its type", "url", url, "source", source, "reason", "field_unparsed", "detail", fw)
+		notes = append(notes, "field_unparsed: "+fw)
+	}
 	if out.CharsetWarning != "" {
 		c.reportNow().Reason(source, url, "charset_mismatch", out.CharsetWarning)
 		c.log.Warn("declared charset contradicted by the page", "url", url, "source", source, "reason", "charset_mismatch", "detail", out.CharsetWarning)

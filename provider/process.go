@@ -187,17 +187,46 @@ func robotsCause(ue *robots.UnavailableError) string {
 // URL back until the next cycle: fetching it again at once would only fail
 // again. A store that cannot write at all stops the crawl (Next reports it).
 func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
+	c.completeThen(lease, o, w, nil)
+}
+
+// completeThen is complete calling after once the outcome is stored or
+// refused.
+func (c *Crawler) completeThen(lease frontier.Lease, o frontier.Outcome, w *write, after func()) {
+	if after != nil {
+		defer func() {
+			if after != nil {
+				after() // the outcome never reached the store
+			}
+		}()
+	}
 	linksGone(&o, lease.Record())
 	if w != nil {
 		w.pend(&o)
 	}
 	it := lease.Item()
+	// The group of duplicates the URL was in, to settle it once the outcome
+	// has moved the URL out (a temporary failure moves nothing).
+	var (
+		groups   frontier.Duplicates
+		oldGroup string
+	)
+	if o.State != frontier.Waiting {
+		if groups = c.groups(c.sources[it.Source]); groups != nil {
+			oldGroup, _, _ = groups.ContentOf(it.URL)
+		}
+	}
 	notRecorded := func(err error) {
 		c.log.Error("cannot record outcome", "url", it.URL, "source", it.Source,
 			"state", o.State.String(), "reason", reasonRecordFailed, "outcome", o.Reason, "status", o.Status, "err", err)
 		c.reportNow().Failure(it.Source, it.URL, reasonRecordFailed, err.Error())
 	}
+	then := after
+	after = nil
 	err := lease.CompleteAsync(o, func(err error) {
+		if then != nil {
+			defer then()
+		}
 		if err != nil {
 			notRecorded(err)
 			return
@@ -208,8 +237,18 @@ func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
 		if w != nil {
 			c.writes.send(w)
 		}
+		if groups != nil {
+			if oldGroup != "" && oldGroup != o.Content {
+				c.settleGroup(groups, it.Source, oldGroup)
+			}
+			if o.Content != "" {
+				c.settleGroup(groups, it.Source, o.Content)
+			}
+		}
 	})
 	if err != nil {
+		// CompleteAsync refused the outcome: done is never called.
+		after = then
 		notRecorded(err)
 	}
 }

@@ -112,7 +112,8 @@ func TestRedirectToAURLOutsideTheCrawlSpaceIsNotFetched(t *testing.T) {
 	site.html("/private/page.html", "private", "")
 	site.html("/secret.html", "secret", "")
 	other.html("/page.html", "other", "")
-	cfg, out := testConfig(t, "", "exclude: [/private/]", site.URL+"/")
+	// Two of the pages are alike; this is about canonical links alone.
+	cfg, out := testConfig(t, "", "exclude: [/private/]\nkeep_duplicates: true", site.URL+"/")
 
 	c, report := crawlKeep(t, cfg)
 
@@ -194,7 +195,8 @@ func TestCanonicalLinkToAnotherPageOfTheSiteLeavesOneDocument(t *testing.T) {
 	site.handle("/article.html", htmlHead(`<link rel="canonical" href="/article.html">`, "article"))
 	site.handle("/offsite-canonical.html", htmlHead(fmt.Sprintf(`<link rel="canonical" href="%s/elsewhere.html">`, other.URL), ""))
 	site.handle("/excluded-canonical.html", htmlHead(`<link rel="canonical" href="/private/x.html">`, ""))
-	cfg, out := testConfig(t, "", "exclude: [/private/]", site.URL+"/")
+	// Two of the pages are alike; this is about canonical links alone.
+	cfg, out := testConfig(t, "", "exclude: [/private/]\nkeep_duplicates: true", site.URL+"/")
 
 	c, report := crawlKeep(t, cfg)
 

@@ -51,7 +51,7 @@ func TestRejectListEditedDuringACrawlDropsTheQueuedURLsItNowMatches(t *testing.T
 	site, b := rejectSite(t, rejectList, &armed)
 	// One request at a time, so the /b/ pages are still queued when the list changes.
 	cfg, out := testConfig(t, "fetch: {concurrency: 1}",
-		fmt.Sprintf("reject_list: %q\npoliteness: {max_parallel_per_host: 1}", rejectList), site.URL+"/")
+		fmt.Sprintf("reject_list: %q\npoliteness: {max_parallel_per_host: 1}\nkeep_duplicates: true", rejectList), site.URL+"/")
 
 	c, report := crawlTimed(t, cfg, provider.Timing{Checkpoint: 5 * time.Millisecond})
 
@@ -81,7 +81,7 @@ func TestRejectListEditedDuringACrawlDeletesTheDocumentsOfQueuedURLsItNowMatches
 	var armed atomic.Bool
 	site, b := rejectSite(t, rejectList, &armed)
 	cfg, out := testConfig(t, "fetch: {concurrency: 1}",
-		fmt.Sprintf("reject_list: %q\nmax_age: 1ns\npoliteness: {max_parallel_per_host: 1}", rejectList), site.URL+"/")
+		fmt.Sprintf("reject_list: %q\nmax_age: 1ns\npoliteness: {max_parallel_per_host: 1}\nkeep_duplicates: true", rejectList), site.URL+"/")
 
 	c, _ := crawlTimed(t, cfg, provider.Timing{Checkpoint: 5 * time.Millisecond})
 	for _, p := range b {

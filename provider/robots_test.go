@@ -181,7 +181,8 @@ func TestRobotsTxtIsFetchedOncePerHostPerCrawl(t *testing.T) {
 		}
 		site.html("/", "home", links(paths...)+links("/no1", "/no2"))
 	}
-	cfg, _ := testConfig(t, "fetch: {concurrency: 8}", "politeness: {max_parallel_per_host: 4}", a.URL+"/", b.URL+"/")
+	// The pages are alike: keep_duplicates keeps each its own document, fetched once.
+	cfg, _ := testConfig(t, "fetch: {concurrency: 8}", "politeness: {max_parallel_per_host: 4}\nkeep_duplicates: true", a.URL+"/", b.URL+"/")
 
 	crawlKeep(t, cfg)
 

@@ -96,7 +96,8 @@ func TestAFullStateStoreStopsTheCrawlWithENOSPCAndFetchesNoURLTwice(t *testing.T
 			cancel() // the refetch storm: stop it here rather than run forever
 		}
 	})
-	cfg, _ := testConfig(t, fmt.Sprintf("state_dir: %q\nfetch: {concurrency: 8}", stateDir), "politeness: {max_parallel_per_host: 8}", site.URL+"/")
+	// bigSite's pages are alike: keep_duplicates keeps each its own document, fetched once.
+	cfg, _ := testConfig(t, fmt.Sprintf("state_dir: %q\nfetch: {concurrency: 8}", stateDir), "politeness: {max_parallel_per_host: 8}\nkeep_duplicates: true", site.URL+"/")
 	var log syncBuffer
 	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
 	_, err := c.Crawl(ctx)
@@ -157,7 +158,7 @@ func TestAStoreDamagedMidCrawlStopsTheCrawlWithTheCorruptErrorAndNoPanic(t *test
 	site := bigSite(t, pages)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg, _ := testConfig(t, "fetch: {concurrency: 8}", "politeness: {max_parallel_per_host: 8}", site.URL+"/")
+	cfg, _ := testConfig(t, "fetch: {concurrency: 8}", "politeness: {max_parallel_per_host: 8}\nkeep_duplicates: true", site.URL+"/") // bigSite's pages are alike
 	var served atomic.Int64
 	inner := site.Config.Handler
 	site.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -364,6 +364,20 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 	s.hasInclude, s.includeRef = len(src.Include) > 0, cfg.Ref(at("include"))
 	s.pats.finish()
 
+	// Extraction rules are scoped in these forms too; mapping compiles
+	// them again, trusting that this reported what does not compile.
+	for j, r := range src.Extraction.Rules {
+		if _, err := NewScope(r.Include, r.Exclude); err != nil {
+			var se *ScopeError
+			errors.As(err, &se)
+			key := "include"
+			if se.Exclude {
+				key = "exclude"
+			}
+			errorf(fmt.Sprintf("%s[%d].%s[%d]", at("extraction.rules"), j, key, se.Index), "%v", se.Err)
+		}
+	}
+
 	// Entries are URLs as found, like the URLs they are compared with.
 	s.killExact = map[string]string{}
 	for j, raw := range src.KillExact {

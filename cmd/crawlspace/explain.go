@@ -64,8 +64,10 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	offline := fs.Bool("offline", false, "decide from the config alone: no DNS lookups, no robots.txt")
 	depth := fs.Int("depth", 0, "links from a start URL, for max_link_depth")
+	page := fs.String("page", "", "a saved page (HTML) to map as the document of the one URL given, showing which rule filled which field")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: crawlspace explain -config F [-json] [-offline] [-depth N] URL...")
+		fmt.Fprintln(stderr, "       crawlspace explain -config F [-json] [-offline] -page FILE URL")
 		fs.PrintDefaults()
 	}
 	// Flags may follow the URLs too: "explain -config F URL -json".
@@ -80,7 +82,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		urls = append(urls, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(urls) == 0 {
+	if len(urls) == 0 || *page != "" && len(urls) != 1 {
 		fs.Usage()
 		return exitUsage
 	}
@@ -107,12 +109,25 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	for _, raw := range urls {
 		lines = append(lines, withAuth(cfg, set, ex.explain(set, raw, *depth)))
 	}
+	var mapped *pageFields
+	if *page != "" {
+		var code int
+		if mapped, code = mapPage(cfg, set, lines[0], *page, stderr); mapped == nil {
+			return code
+		}
+	}
 
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		for _, l := range lines {
 			if err := enc.Encode(l); err != nil {
+				fmt.Fprintln(stderr, "crawlspace explain:", err)
+				return exitFailed
+			}
+		}
+		if mapped != nil {
+			if err := enc.Encode(mapped); err != nil {
 				fmt.Fprintln(stderr, "crawlspace explain:", err)
 				return exitFailed
 			}
@@ -131,6 +146,12 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFailed
+	}
+	if mapped != nil {
+		fmt.Fprintln(stdout)
+		if err := mapped.print(stdout); err != nil {
+			return exitFailed
+		}
 	}
 	return exitOK
 }
