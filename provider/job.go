@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
@@ -473,6 +474,9 @@ func (j *job) page(e end) {
 		outcome.Found = j.found(out.Links)
 	}
 	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil, e.detail)
+	if notes := c.renderNotes(src.cfg.Name, it.URL, res.Rendered); notes != "" {
+		outcome.Detail = strings.TrimPrefix(outcome.Detail+"; "+notes, "; ")
+	}
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := j.canonical(out.Canonical); canon != "" {
