@@ -21,8 +21,8 @@ sources:
 	s := set.Source("s")
 	for _, tc := range []struct {
 		url, wait, selector, rule string
-		timeout               time.Duration
-		rendered              bool
+		timeout                   time.Duration
+		rendered                  bool
 	}{
 		{"http://example.com/", "network_idle", "", "sources[0].render", 5 * time.Second, true},
 		{"http://example.com/static/a.html", "", "", "", 0, false},
