@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -151,7 +152,7 @@ func (b *Browser) start() (*instance, error) {
 	if err := chromedp.Do(ctx); err != nil {
 		cancel()
 		allocCancel()
-		return nil, fmt.Errorf("starting %s: %w", b.opts.Path, err)
+		return nil, fmt.Errorf("starting %s: %s", b.opts.Path, startFailure(err))
 	}
 	b.gen++
 	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel}
@@ -316,3 +317,18 @@ func rss(pid int) int64 {
 // answer the commands that take the DOM and close the tab: one that takes
 // longer hangs.
 const grace = 15 * time.Second
+
+// startFailure is why Chromium would not start: its FATAL lines when it
+// printed any, not the screenful of warnings around them.
+func startFailure(err error) string {
+	var fatal []string
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		if strings.Contains(line, ":FATAL:") {
+			fatal = append(fatal, strings.TrimSpace(line))
+		}
+	}
+	if len(fatal) == 0 {
+		return err.Error()
+	}
+	return strings.Join(fatal, "; ")
+}
