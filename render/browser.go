@@ -41,8 +41,9 @@ type Options struct {
 	Path string
 	// Tabs bounds the pages rendered at once.
 	Tabs int
-	// MaxMemoryBytes bounds the resident memory of the browser's processes
-	// together: past it, the browser is restarted once its tabs are done.
+	// MaxMemoryBytes bounds the memory of the browser's processes
+	// together (GroupMemory): past it, the browser is restarted once its
+	// tabs are done.
 	MaxMemoryBytes int64
 	Log            *slog.Logger
 }
@@ -247,17 +248,20 @@ func (b *Browser) checkMemory(in *instance) {
 	if b.opts.MaxMemoryBytes <= 0 || in.pid == 0 {
 		return
 	}
-	if rss := GroupRSS(in.pid); rss > b.opts.MaxMemoryBytes {
+	if rss := GroupMemory(in.pid); rss > b.opts.MaxMemoryBytes {
 		b.retire(in.gen, false, fmt.Sprintf("its processes hold %d bytes, over browser.max_memory_bytes %d", rss, b.opts.MaxMemoryBytes))
 	}
 }
 
-// GroupRSS is the resident memory of the processes of the process group
-// pgid, in bytes (Linux /proc; 0 elsewhere).
-func GroupRSS(pgid int) int64 {
+// GroupMemory is the memory the processes of the process group pgid
+// hold, in bytes: the sum of their proportional set sizes (Linux
+// /proc/PID/smaps_rollup; VmRSS where it is missing). Chromium's processes
+// share most of their pages; summing resident sizes would count those once
+// per process, several times what the machine gives them.
+func GroupMemory(pgid int) int64 {
 	var total int64
 	for _, pid := range GroupPIDs(pgid) {
-		total += rss(pid)
+		total += Memory(pid)
 	}
 	return total
 }
@@ -295,22 +299,34 @@ func GroupPIDs(pgid int) []int {
 	return pids
 }
 
-// rss reads VmRSS of one process.
-func rss(pid int) int64 {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+// Memory is the proportional set size of one process, in bytes.
+func Memory(pid int) int64 {
+	dir := "/proc/" + strconv.Itoa(pid)
+	if n := field(dir+"/smaps_rollup", "Pss:"); n >= 0 {
+		return n
+	}
+	return max(field(dir+"/status", "VmRSS:"), 0)
+}
+
+// field reads a "Name: N kB" line of a /proc file, -1 when it has none.
+func field(path, name string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
-		return 0
+		return -1
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		line := sc.Bytes()
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, _ := strconv.ParseInt(string(bytes.Fields(v)[0]), 10, 64)
-			return kb << 10
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte(name)); ok {
+			if fs := bytes.Fields(v); len(fs) > 0 {
+				kb, err := strconv.ParseInt(string(fs[0]), 10, 64)
+				if err == nil {
+					return kb << 10
+				}
+			}
 		}
 	}
-	return 0
+	return -1
 }
 
 // grace is how long a live browser gets, past the page's own timeout, to
