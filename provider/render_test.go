@@ -6,31 +6,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/internal/chromiumtest"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
-
-// chromiumPath is Debian's Chromium, which scripts/test installs: without
-// it the rendering tests skip, and under CI they fail.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
-			t.Fatal("chromium is not installed (scripts/test installs Debian's chromium)")
-		}
-		t.Skip("chromium is not installed: apt-get install chromium, or run scripts/test")
-	}
-	return p
-}
 
 // spaShell is the one document of a single-page app: every route of the
 // site answers with it (the history API fallback), and its router builds
@@ -144,7 +129,7 @@ setTimeout(() => { location.href = '/products/3'; }, 20);
 // unchanged (304) and renders nothing.
 func TestASinglePageAppIsIndexedFromTheDOMItsScriptsBuildAndAnUnchangedPageIsNotRenderedAgain(t *testing.T) {
 	t.Parallel()
-	browser := chromiumPath(t)
+	browser := chromiumtest.Path(t)
 	esURL := estest.URL(t)
 	index := estest.Index(t)
 

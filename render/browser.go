@@ -71,8 +71,10 @@ type instance struct {
 	cancel      context.CancelFunc
 	allocCancel context.CancelFunc
 	pid         int
-	busy        sync.WaitGroup
-	once        sync.Once
+	// idle holds the tabs between pages.
+	idle chan *pageTab
+	busy sync.WaitGroup
+	once sync.Once
 }
 
 // ErrClosed is the error of a render after Close.
@@ -156,7 +158,7 @@ func (b *Browser) start() (*instance, error) {
 		return nil, fmt.Errorf("starting %s: %s", b.opts.Path, startFailure(err))
 	}
 	b.gen++
-	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel}
+	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel, idle: make(chan *pageTab, b.opts.Tabs)}
 	if p := chromedp.FromContext(ctx).Browser.Process(); p != nil {
 		in.pid = p.Pid
 	}

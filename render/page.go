@@ -64,7 +64,7 @@ type Result struct {
 	// HTML is the serialized DOM, doctype included, in UTF-8.
 	HTML []byte
 	// Navigations are the URLs the page's scripts tried to take the tab to
-	// (location.href = ..., a meta refresh): never followed in the tab,
+	// (location.href = ...): never followed in the tab,
 	// they are links of the page.
 	Navigations []string
 	// WaitMet is false when Timeout ended the wait: the DOM is as it was then.
@@ -176,20 +176,26 @@ type tab struct {
 	lastBusy atomic.Int64 // unix nanos of the last request's start or end
 }
 
-func renderTab(ctx context.Context, in *instance, req Request) (*Result, error) {
+func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err error) {
 	start := time.Now()
-	// The tab lives in the browser's context, and ends with ctx or at the
-	// hard deadline: a browser that does not answer by then hangs.
-	tctx, cancel := chromedp.NewContext(in.ctx, chromedp.WithNewBrowserContext())
-	defer cancel()
-	hard, hardCancel := context.WithTimeout(tctx, req.Timeout+grace)
+	tc, err := in.takeTab(ctx)
+	if err != nil {
+		return nil, browserErr(ctx, "opening a tab", err)
+	}
+	defer func() {
+		if err == nil {
+			err = in.putTab(ctx, tc)
+		} else {
+			tc.cancel()
+		}
+	}()
+	// The page ends with ctx or at the hard deadline: a browser that does
+	// not answer by then hangs.
+	hard, hardCancel := context.WithTimeout(tc.ctx, req.Timeout+grace)
 	defer hardCancel()
 	stopOnCtx := context.AfterFunc(ctx, hardCancel)
 	defer stopOnCtx()
 
-	if err := chromedp.Do(hard); err != nil {
-		return nil, browserErr(ctx, "opening a tab", err)
-	}
 	t := &tab{req: req, mainURL: stripFragment(req.URL)}
 	t.lastBusy.Store(time.Now().UnixNano())
 
@@ -223,10 +229,18 @@ func renderTab(ctx context.Context, in *instance, req Request) (*Result, error) 
 	loaded := make(chan struct{})
 	wg.Go(func() {
 		for _, err := range loads {
-			if err == nil {
-				close(loaded)
+			if err != nil {
+				return
 			}
-			return
+			// A load before the page's document was handed over is the
+			// blank page's.
+			t.mu.Lock()
+			served := t.served
+			t.mu.Unlock()
+			if served {
+				close(loaded)
+				return
+			}
 		}
 	})
 	crashed := make(chan struct{})
@@ -239,9 +253,6 @@ func renderTab(ctx context.Context, in *instance, req Request) (*Result, error) 
 		}
 	})
 
-	if _, err := chromedp.Call(hard, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
-		return nil, browserErr(ctx, "intercepting requests", err)
-	}
 	nav, err := chromedp.Call(hard, page.Navigate, page.NavigateParams{URL: req.URL})
 	if err != nil {
 		return nil, browserErr(ctx, "opening the page", err)
@@ -260,9 +271,81 @@ func renderTab(ctx context.Context, in *instance, req Request) (*Result, error) 
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	res := t.res
-	res.HTML, res.WaitMet, res.Took = []byte(html), met, time.Since(start)
-	return &res, nil
+	out := t.res
+	out.HTML, out.WaitMet, out.Took = []byte(html), met, time.Since(start)
+	return &out, nil
+}
+
+// pageTab is a tab of the browser, kept between pages: opening one costs
+// a renderer process, most of a small page's render.
+type pageTab struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// takeTab is an idle tab of the browser, or a new one with every request
+// of its pages intercepted.
+func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
+	select {
+	case tc := <-in.idle:
+		return tc, nil
+	default:
+	}
+	tctx, cancel := chromedp.NewContext(in.ctx)
+	// The tab lives as long as the context of its first command, so that
+	// one gets no deadline: the wait for it is bounded here instead.
+	opened := make(chan error, 1)
+	go func() { opened <- chromedp.Do(tctx) }()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-opened:
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+	case <-timer.C:
+		cancel()
+		return nil, context.DeadlineExceeded
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+	open, openCancel := context.WithTimeout(tctx, grace)
+	defer openCancel()
+	stop := context.AfterFunc(ctx, openCancel)
+	defer stop()
+	// The new tab's own first load is waited out, so that the next load
+	// event is the page's.
+	if err := chromedp.Do(open, chromedp.Navigate("about:blank")); err != nil {
+		cancel()
+		return nil, err
+	}
+	if _, err := chromedp.Call(open, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return &pageTab{ctx: tctx, cancel: cancel}, nil
+}
+
+// putTab leaves a tab on a blank page, its page's scripts and requests
+// ended, for the next page; a tab that cannot get there is closed, and
+// the failure is the browser's.
+func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
+	blank, cancel := context.WithTimeout(tc.ctx, grace)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := chromedp.Do(blank, chromedp.Navigate("about:blank")); err != nil {
+		tc.cancel()
+		return browserErr(ctx, "leaving the page", err)
+	}
+	select {
+	case in.idle <- tc:
+	default:
+		tc.cancel()
+	}
+	return nil
 }
 
 // serializeDOM is the page as a document again: doctype and root element.
@@ -323,7 +406,7 @@ func (t *tab) serve(ctx context.Context, ev cdpfetch.EventRequestPaused) {
 		if first {
 			t.served = true
 		} else {
-			// A script (or a meta refresh) taking the tab elsewhere: the
+			// A script taking the tab elsewhere: the
 			// target is a link of the page, like a redirect's Location, and
 			// the DOM stays the page's own.
 			t.res.Navigations = append(t.res.Navigations, r.URL)

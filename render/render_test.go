@@ -8,33 +8,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/internal/chromiumtest"
 	"github.com/crawlspace/crawlspace/render"
 )
 
-// chromium is the browser the tests drive: Debian's, which scripts/test
-// installs. Without it the tests skip, and fail under CI.
-func chromium(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
-			t.Fatal("chromium is not installed (scripts/test installs Debian's chromium)")
-		}
-		t.Skip("chromium is not installed: apt-get install chromium, or run scripts/test")
-	}
-	return p
-}
-
 func newBrowser(t *testing.T, tabs int) *render.Browser {
 	t.Helper()
-	b := render.New(render.Options{Path: chromium(t), Tabs: tabs})
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: tabs})
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
@@ -318,7 +304,7 @@ func TestAHungBrowserIsKilledAndACrashTwiceIsARenderFailure(t *testing.T) {
 }
 
 func TestClosingTheBrowserLeavesNoProcessOfIt(t *testing.T) {
-	b := render.New(render.Options{Path: chromium(t), Tabs: 2})
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 2})
 	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){"/": html(`<p>x</p>`)})
 	if _, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute)); err != nil {
 		t.Fatal(err)
@@ -339,7 +325,7 @@ func TestClosingTheBrowserLeavesNoProcessOfIt(t *testing.T) {
 }
 
 func TestABrowserOverItsMemoryBoundIsRestartedBetweenPages(t *testing.T) {
-	b := render.New(render.Options{Path: chromium(t), Tabs: 1, MaxMemoryBytes: 1 << 20})
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 1, MaxMemoryBytes: 1 << 20})
 	t.Cleanup(func() { _ = b.Close() })
 	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){"/": html(`<p>x</p>`)})
 	for i := 0; i < 2; i++ {
@@ -353,5 +339,29 @@ func TestABrowserOverItsMemoryBoundIsRestartedBetweenPages(t *testing.T) {
 	}
 	if b.Restarts() != 2 {
 		t.Errorf("restarts %d after two pages over a 1 MiB bound", b.Restarts())
+	}
+}
+
+func TestATabKeptBetweenPagesStartsEachPageWithNothingOfThePreviousOne(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/busy": html(`<!doctype html><body><p>busy page</p><script>setInterval(() => fetch('/poll').catch(() => {}), 50);</script></body>`),
+		"/poll": text("application/json", `{}`),
+		"/calm": html(`<!doctype html><body><p id="p">calm page</p><script>fetch('/data').then(r => r.text()).then(t => { document.getElementById('p').textContent = t; });</script></body>`),
+		"/data": text("text/plain", "calm data"),
+	})
+	if _, err := b.Render(context.Background(), request(t, s, "/busy", render.WaitNetworkIdle, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	polls := s.hits["/poll"].Load()
+	res, err := b.Render(context.Background(), request(t, s, "/calm", render.WaitNetworkIdle, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 1 || !res.WaitMet || !strings.Contains(string(res.HTML), "calm data") || strings.Contains(string(res.HTML), "busy") {
+		t.Errorf("second page in the kept tab: %d requests, wait met %v, DOM:\n%s", res.Requests, res.WaitMet, res.HTML)
+	}
+	if n := s.hits["/poll"].Load() - polls; n != 0 {
+		t.Errorf("the first page's script polled %d more times during the second page", n)
 	}
 }

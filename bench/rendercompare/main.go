@@ -130,6 +130,9 @@ func serve(pages int, spa bool) (string, error) {
 		i, _ := strconv.Atoi(r.PathValue("i"))
 		title, text, links := content(i)
 		w.Header().Set("Content-Type", "application/json")
+		if links == nil {
+			links = []string{} // a leaf page: no links, not null
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"title": title, "text": text, "links": links})
 	})
 	mux.HandleFunc("/app.js", func(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +173,8 @@ sources:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return result{}, err
 	}
-	cmd := exec.Command(bin, "crawl", "-config", path, "-quiet")
+	report := filepath.Join(dir, "report.json")
+	cmd := exec.Command(bin, "crawl", "-config", path, "-quiet", "-report", report)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start0 := time.Now()
@@ -210,6 +214,14 @@ sources:
 	n := bytes.Count(data, []byte("\n")) / 2
 	mu.Lock()
 	defer mu.Unlock()
+	var rep struct {
+		Total struct {
+			Reasons map[string]int `json:"reasons"`
+		} `json:"total"`
+	}
+	if raw, err := os.ReadFile(report); err == nil && json.Unmarshal(raw, &rep) == nil && len(rep.Total.Reasons) > 0 {
+		fmt.Fprintf(os.Stderr, "render %v: reasons %v\n", render, rep.Total.Reasons)
+	}
 	return result{pages: n, seconds: secs, peakRSS: peak}, nil
 }
 

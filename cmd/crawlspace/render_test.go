@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/internal/chromiumtest"
 )
 
 // browserProcesses lists the live processes whose command line names dir:
@@ -65,13 +67,7 @@ func TestNoBrowserProcessOutlivesACrawlerKilledOrStopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs crawlspace in a child process")
 	}
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
-			t.Fatal("chromium is not installed (scripts/test installs Debian's chromium)")
-		}
-		t.Skip("chromium is not installed: apt-get install chromium, or run scripts/test")
-	}
+	browser := chromiumtest.Path(t)
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
