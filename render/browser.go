@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -73,6 +74,8 @@ type instance struct {
 	pid         int
 	// idle holds the tabs between pages.
 	idle chan *pageTab
+	// checked is when the memory bound was last checked, in unix nanos.
+	checked atomic.Int64
 	busy sync.WaitGroup
 	once sync.Once
 }
@@ -248,6 +251,12 @@ func (b *Browser) Restarts() int {
 // than the bound.
 func (b *Browser) checkMemory(in *instance) {
 	if b.opts.MaxMemoryBytes <= 0 || in.pid == 0 {
+		return
+	}
+	// Reading every process's smaps_rollup costs the kernel a walk of its
+	// page tables: once a second is enough to catch a browser that grows.
+	now := time.Now().UnixNano()
+	if last := in.checked.Load(); last != 0 && now-last < int64(time.Second) || !in.checked.CompareAndSwap(last, now) {
 		return
 	}
 	if rss := GroupMemory(in.pid); rss > b.opts.MaxMemoryBytes {

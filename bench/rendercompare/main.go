@@ -185,7 +185,7 @@ sources:
 	var mu sync.Mutex
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
