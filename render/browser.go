@@ -12,7 +12,8 @@
 // nothing), so a request that escaped the interception would fail.
 //
 // One Browser is one Chromium process shared by every source, with a pool
-// of tabs, a memory bound on the whole process group, and restarts: a page
+// of tabs kept between pages, a memory bound on the whole process group,
+// and restarts: a page
 // whose browser crashed or hung is rendered once more in a fresh browser,
 // and the reason is kept in the Result.
 package render
@@ -76,8 +77,8 @@ type instance struct {
 	idle chan *pageTab
 	// checked is when the memory bound was last checked, in unix nanos.
 	checked atomic.Int64
-	busy sync.WaitGroup
-	once sync.Once
+	busy    sync.WaitGroup
+	once    sync.Once
 }
 
 // ErrClosed is the error of a render after Close.
@@ -144,9 +145,10 @@ func (b *Browser) start() (*instance, error) {
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("blink-settings", "imagesEnabled=false"),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
-			// Its own process group, so every process of the browser can be
-			// ended at once, and killed by the kernel when the crawler dies,
-			// even by SIGKILL: no browser outlives the crawl.
+			// Its own process group, so every process of the browser is
+			// ended at once (and a hung group left behind gets the kernel's
+			// SIGHUP), and the parent-death signal: a crawler that dies,
+			// even by SIGKILL, takes its browser with it.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		}),
 	)

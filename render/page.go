@@ -152,9 +152,6 @@ func (b *Browser) Render(ctx context.Context, req Request) (*Result, error) {
 func (b *Browser) once(ctx context.Context, req Request) (*Result, int, error) {
 	in, err := b.acquire()
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return nil, 0, &Error{Reason: "browser_unavailable", Err: err}
-		}
 		return nil, 0, &Error{Reason: "browser_unavailable", Err: err}
 	}
 	defer in.release()
@@ -365,7 +362,10 @@ func (t *tab) wait(ctx context.Context, deadline time.Time, loaded, crashed <-ch
 		case <-crashed:
 			return false, errors.New("the tab crashed")
 		case <-loaded:
+			// Quiet counts from the load event: a request the page's
+			// scripts started may reach us a moment after it.
 			isLoaded, loaded = true, nil
+			t.lastBusy.Store(time.Now().UnixNano())
 		case <-tick.C:
 		case <-timeout.C:
 			return false, nil

@@ -115,7 +115,7 @@ func (s *Source) newPageFetch() *pageFetch {
 //
 // A page its source or crawl rule says to render is rendered in the
 // browser from the bytes fetched (Rendered says how); a render that fails
-// is an Err (IsRenderError).
+// is an Err, a *render.Error that Classify reads.
 func (s *Source) Page(ctx context.Context, rawURL string, hdr http.Header) *Response {
 	res := s.fetchPage(ctx, rawURL, hdr)
 	if r := s.rendersPage(res); r != nil {

@@ -2,10 +2,8 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"html"
 	"net/http"
-	"strings"
 
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/render"
@@ -82,21 +80,4 @@ func (s *Source) browserRequest(ctx context.Context, req *http.Request) (*http.R
 		}
 	}
 	return s.sub.Do(req.WithContext(withBodyLimit(ctx, s.maxBody)))
-}
-
-// IsRenderError says whether err is a failed render.
-func IsRenderError(err error) bool {
-	var re *render.Error
-	return errors.As(err, &re)
-}
-
-// String is the one-line record of a render, for a page's history.
-func (r *Rendered) String() string {
-	var b strings.Builder
-	b.WriteString("rendered (wait " + r.Wait)
-	if !r.WaitMet {
-		b.WriteString(", not met: taken at the timeout")
-	}
-	b.WriteString(")")
-	return b.String()
 }
