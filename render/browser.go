@@ -47,7 +47,10 @@ type Options struct {
 	// together (GroupMemory): past it, the browser is restarted once its
 	// tabs are done.
 	MaxMemoryBytes int64
-	Log            *slog.Logger
+	// Grace is how long the browser may take to answer a command past a
+	// page's timeout before it is taken as hung; DefaultGrace when 0.
+	Grace time.Duration
+	Log   *slog.Logger
 }
 
 // Browser is a Chromium process started on first use and its pool of tabs.
@@ -74,7 +77,8 @@ type instance struct {
 	allocCancel context.CancelFunc
 	pid         int
 	// idle holds the tabs between pages.
-	idle chan *pageTab
+	idle  chan *pageTab
+	grace time.Duration
 	// checked is when the memory bound was last checked, in unix nanos.
 	checked atomic.Int64
 	busy    sync.WaitGroup
@@ -91,6 +95,9 @@ func New(opts Options) *Browser {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
 	}
 	return &Browser{opts: opts, tabs: make(chan struct{}, opts.Tabs)}
 }
@@ -163,7 +170,7 @@ func (b *Browser) start() (*instance, error) {
 		return nil, fmt.Errorf("starting %s: %s", b.opts.Path, startFailure(err))
 	}
 	b.gen++
-	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel, idle: make(chan *pageTab, b.opts.Tabs)}
+	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel, idle: make(chan *pageTab, b.opts.Tabs), grace: b.opts.Grace}
 	if p := chromedp.FromContext(ctx).Browser.Process(); p != nil {
 		in.pid = p.Pid
 	}
@@ -342,10 +349,10 @@ func field(path, name string) int64 {
 	return -1
 }
 
-// grace is how long a live browser gets, past the page's own timeout, to
+// DefaultGrace is how long a live browser gets, past the page's own timeout, to
 // answer the commands that take the DOM and close the tab: one that takes
 // longer hangs.
-const grace = 15 * time.Second
+const DefaultGrace = 15 * time.Second
 
 // startFailure is why Chromium would not start: its FATAL lines when it
 // printed any, not the screenful of warnings around them.

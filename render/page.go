@@ -188,7 +188,7 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 	}()
 	// The page ends with ctx or at the hard deadline: a browser that does
 	// not answer by then hangs.
-	hard, hardCancel := context.WithTimeout(tc.ctx, req.Timeout+grace)
+	hard, hardCancel := context.WithTimeout(tc.ctx, req.Timeout+in.grace)
 	defer hardCancel()
 	stopOnCtx := context.AfterFunc(ctx, hardCancel)
 	defer stopOnCtx()
@@ -293,7 +293,7 @@ func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
 	// one gets no deadline: the wait for it is bounded here instead.
 	opened := make(chan error, 1)
 	go func() { opened <- chromedp.Do(tctx) }()
-	timer := time.NewTimer(grace)
+	timer := time.NewTimer(in.grace)
 	defer timer.Stop()
 	select {
 	case err := <-opened:
@@ -308,7 +308,7 @@ func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
 		cancel()
 		return nil, ctx.Err()
 	}
-	open, openCancel := context.WithTimeout(tctx, grace)
+	open, openCancel := context.WithTimeout(tctx, in.grace)
 	defer openCancel()
 	stop := context.AfterFunc(ctx, openCancel)
 	defer stop()
@@ -329,7 +329,7 @@ func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
 // ended, for the next page; a tab that cannot get there is closed, and
 // the failure is the browser's.
 func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
-	blank, cancel := context.WithTimeout(tc.ctx, grace)
+	blank, cancel := context.WithTimeout(tc.ctx, in.grace)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()

@@ -263,7 +263,9 @@ func TestACrashedBrowserIsRestartedAndThePageRenderedOnceMoreWithTheReason(t *te
 }
 
 func TestAHungBrowserIsKilledAndACrashTwiceIsARenderFailure(t *testing.T) {
-	b := newBrowser(t, 1)
+	// A short grace: the stopped browser is taken as hung sooner.
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 1, Grace: 5 * time.Second})
+	t.Cleanup(func() { _ = b.Close() })
 	s, started, release := hold(t)
 	defer close(release)
 	done := make(chan struct{})
