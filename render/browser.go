@@ -19,15 +19,11 @@
 package render
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -271,82 +267,6 @@ func (b *Browser) checkMemory(in *instance) {
 	if rss := GroupMemory(in.pid); rss > b.opts.MaxMemoryBytes {
 		b.retire(in.gen, false, fmt.Sprintf("its processes hold %d bytes, over browser.max_memory_bytes %d", rss, b.opts.MaxMemoryBytes))
 	}
-}
-
-// GroupMemory is the memory the processes of the process group pgid
-// hold, in bytes: the sum of their proportional set sizes (Linux
-// /proc/PID/smaps_rollup; VmRSS where it is missing). Chromium's processes
-// share most of their pages; summing resident sizes would count those once
-// per process, several times what the machine gives them.
-func GroupMemory(pgid int) int64 {
-	var total int64
-	for _, pid := range GroupPIDs(pgid) {
-		total += Memory(pid)
-	}
-	return total
-}
-
-// GroupPIDs lists the live processes of the process group pgid.
-func GroupPIDs(pgid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name may hold spaces and parentheses: fields count
-		// from the last ')'. After it: state, ppid, pgrp.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[i+1:])
-		if len(f) < 3 || string(f[0]) == "Z" {
-			continue
-		}
-		if g, _ := strconv.Atoi(string(f[2])); g == pgid {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// Memory is the proportional set size of one process, in bytes.
-func Memory(pid int) int64 {
-	dir := "/proc/" + strconv.Itoa(pid)
-	if n := field(dir+"/smaps_rollup", "Pss:"); n >= 0 {
-		return n
-	}
-	return max(field(dir+"/status", "VmRSS:"), 0)
-}
-
-// field reads a "Name: N kB" line of a /proc file, -1 when it has none.
-func field(path, name string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte(name)); ok {
-			if fs := bytes.Fields(v); len(fs) > 0 {
-				kb, err := strconv.ParseInt(string(fs[0]), 10, 64)
-				if err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return -1
 }
 
 // DefaultGrace is how long a live browser gets, past the page's own timeout, to

@@ -228,22 +228,9 @@ sources:
 // treeRSS sums the proportional set sizes of pid and all its descendants:
 // the memory they take from the machine, shared pages counted once.
 func treeRSS(pid int) int64 {
-	entries, _ := os.ReadDir("/proc")
 	parent := map[int]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		f := bytes.Fields(stat[i+1:])
-		if len(f) > 1 {
-			parent[p], _ = strconv.Atoi(string(f[1]))
-		}
+	for _, p := range render.Processes() {
+		parent[p.PID] = p.PPID
 	}
 	var total int64
 	for p := range parent {

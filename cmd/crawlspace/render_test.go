@@ -9,51 +9,38 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/crawlspace/crawlspace/internal/chromiumtest"
+	"github.com/crawlspace/crawlspace/render"
 )
 
 // browserProcesses lists the live processes whose command line names dir:
 // Chromium passes its --user-data-dir, made under the crawler's TMPDIR, to
 // every process of it.
 func browserProcesses(dir string) []string {
-	entries, _ := os.ReadDir("/proc")
 	var out []string
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+	for _, p := range render.Processes() {
+		if p.State == 'Z' {
+			continue // a zombie holds nothing; its parent has yet to reap it
 		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
 		if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
 			continue
 		}
-		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
-				continue // a zombie holds no memory; its parent has yet to reap it
-			}
-		}
-		out = append(out, e.Name()+" "+strings.ReplaceAll(string(cmdline[:min(len(cmdline), 80)]), "\x00", " "))
+		out = append(out, fmt.Sprintf("%d %s", p.PID, strings.ReplaceAll(string(cmdline[:min(len(cmdline), 80)]), "\x00", " ")))
 	}
 	return out
 }
 
 // childOf is a child process of pid: the browser, the crawler's only one.
 func childOf(pid int) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if f := bytes.Fields(stat[i+1:]); len(f) > 1 && string(f[1]) == strconv.Itoa(pid) {
-			n, _ := strconv.Atoi(e.Name())
-			return n
+	for _, p := range render.Processes() {
+		if p.PPID == pid {
+			return p.PID
 		}
 	}
 	return 0
