@@ -15,6 +15,7 @@ import (
 	"github.com/crawlspace/crawlspace/internal/chromiumtest"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/provider"
 )
 
 // spaShell is the one document of a single-page app: every route of the
@@ -222,5 +223,59 @@ sources:
 	}
 	if second.Total.Created+second.Total.Updated+second.Total.Deleted != 0 {
 		t.Errorf("the second crawl wrote: %+v", second.Total)
+	}
+}
+
+// TestAPageTheBrowserCannotRenderWaitsAsATemporaryErrorAndKeepsItsDocument
+// crawls a page read as fetched, then with rendering on and a browser that
+// will not start: the changed page is an error of its own reason, tried
+// again after a backoff, and its document stays in the index until
+// max_temporary_errors in a row.
+func TestAPageTheBrowserCannotRenderWaitsAsATemporaryErrorAndKeepsItsDocument(t *testing.T) {
+	t.Parallel()
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	version := "first"
+	var mu sync.Mutex
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		v := version
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<!doctype html><title>Page</title><p>the %s version</p>", v)
+	}))
+	t.Cleanup(site.Close)
+	state := t.TempDir()
+	cfg := func(render bool) string {
+		return fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0}
+state_dir: %s
+allow_private_networks: true
+browser: {path: /bin/false}
+sources:
+  - name: s
+    start_urls: [%q]
+    max_age: 1ms
+    max_temporary_errors: 5
+    render: {enabled: %v}
+`, esURL, index, state, site.URL+"/", render)
+	}
+	if r := crawl(t, crawltest.Config(t, cfg(false))); r.Total.Created != 1 {
+		t.Fatalf("first crawl: %+v", r.Total)
+	}
+	mu.Lock()
+	version = "second"
+	mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass
+	c, report := crawlTimed(t, crawltest.Config(t, cfg(true)), provider.Timing{RetryBase: time.Millisecond})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if report.Total.Reasons["browser_unavailable"] == 0 || report.Total.Deleted != 0 || report.Total.Updated != 0 {
+		t.Errorf("second crawl: %+v, want browser_unavailable and nothing written", report.Total)
+	}
+	_, docs := indexed(t, esURL, index, site.URL)
+	if d := docs["/"]; d == nil || !strings.Contains(d.Body, "the first version") {
+		t.Errorf("the document after a failed render: %+v, want the first version kept", d)
 	}
 }

@@ -3,7 +3,9 @@ package provider
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider/fetch"
 )
 
@@ -37,4 +39,23 @@ func (c *Crawler) renderNotes(source, url string, r *fetch.Rendered) string {
 		note("render_request_failed", fmt.Sprintf("%d of the page's %d requests failed, the first: %s", r.Failed, r.Requests, r.FirstFailure), false)
 	}
 	return strings.Join(notes, "; ")
+}
+
+// renderFailed records a page the browser could not render. The page was
+// fetched, so the site is fine: the URL waits its backoff as a temporary
+// error would, and past max_temporary_errors in a row it is in error, but
+// its document is never deleted for a failure of the crawler's own.
+func (j *job) renderFailed(e end) {
+	c, name, rec := j.c, j.src.cfg.Name, j.rec
+	attempts := rec.TempErrCount + 1
+	c.log.Warn("page not rendered: it waits, its document kept", "url", j.item.URL, "source", name,
+		"reason", e.reason, "err", e.detail, "attempts", attempts)
+	if attempts >= j.src.cfg.MaxTemporaryErrors {
+		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
+		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail}, nil)
+		return
+	}
+	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
+	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
+		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
 }
