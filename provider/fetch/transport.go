@@ -16,7 +16,6 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/internal/redact"
-	"github.com/crawlspace/crawlspace/render"
 )
 
 // newTransport builds the HTTP transport of one source. The address check
@@ -77,12 +76,7 @@ func Classify(err error) (reason string, temporary bool) {
 	var certErr *tls.CertificateVerificationError
 	var encErr *encodingError
 	var signIn *SignInError
-	var renderErr *render.Error
 	switch {
-	case errors.As(err, &renderErr):
-		// The page was fetched; the browser failed twice (or would not
-		// start): tried again after a backoff, its document kept meanwhile.
-		return renderErr.Reason, true
 	case errors.As(err, &signIn):
 		// The source cannot authenticate: nothing is known about the URL yet.
 		return "auth_failed", true
