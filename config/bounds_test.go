@@ -40,6 +40,8 @@ var numericKeys = []numericKey{
 	{"documents.max_memory_bytes", global("documents: {max_memory_bytes: %s}"), "16MiB", "4GiB", "16777215", "4294967297"},
 	{"documents.max_unpacked_bytes", global("documents: {max_unpacked_bytes: %s}"), "1MiB", "16GiB", "1048575", "17179869185"},
 	{"documents.max_entries", global("documents: {max_entries: %s}"), "1", "1000000", "0", "1000001"},
+	{"browser.tabs", global("browser: {tabs: %s}"), "1", "64", "0", "65"},
+	{"browser.max_memory_bytes", global("browser: {max_memory_bytes: %s}"), "256MiB", "256GiB", "268435455", "274877906945"},
 	{"fetch.max_redirects", global("fetch: {max_redirects: %s}"), "0", "100", "-1", "101"},
 	{"fetch.max_links_per_page", global("fetch: {max_links_per_page: %s}"), "1", "100000", "0", "100001"},
 	{"sources[0].sitemap_limits.max_bytes", src("sitemap_limits: {max_bytes: %s}"), "1", "256MiB", "0", "268435457"},
@@ -60,6 +62,8 @@ var numericKeys = []numericKey{
 	{"sources[0].budget.max_hosts", src("budget: {max_hosts: %s}"), "1", "1000000", "0", "1000001"},
 	{"sources[0].budget.max_pages_per_cycle", src("budget: {max_pages_per_cycle: %s}"), "1", "1000000000", "0", "1000000001"},
 	{"sources[0].budget.max_pages_per_host_per_cycle", src("budget: {max_pages_per_host_per_cycle: %s}"), "1", "1000000000", "0", "1000000001"},
+	{"sources[0].render.timeout", src("render: {timeout: %s}"), "1s", "10m", "999999999ns", "600000000001ns"},
+	{"sources[0].crawl_rules[0].render.timeout", src("crawl_rules: [{match: {path: /x}, render: {timeout: %s}}]"), "1s", "10m", "999999999ns", "600000000001ns"},
 	{"sources[0].crawl_rules[0].priority", src("crawl_rules: [{match: {path: /x}, priority: %s}]"), "-2", "2", "-3", "3"},
 }
 

@@ -33,6 +33,9 @@ type Config struct {
 	// Documents bounds how document files are read, and names the Tika
 	// server that reads the formats crawlspace does not read itself.
 	Documents Documents `yaml:"documents"`
+	// Browser is the headless Chromium that renders the pages of sources
+	// and crawl rules with render enabled (docs/rendering.md).
+	Browser Browser `yaml:"browser"`
 	// ExtraFields declares the custom document fields (named extra_*) and
 	// their Elasticsearch types; a field declared with no type is keyword.
 	ExtraFields map[string]string `yaml:"extra_fields"`
@@ -176,6 +179,9 @@ type Source struct {
 	Robots     Robots     `yaml:"robots"`
 	Politeness Politeness `yaml:"politeness"`
 	Extraction Extraction `yaml:"extraction"`
+	// Render renders the source's HTML pages in the browser before they
+	// are read; crawl rules may say otherwise for their URLs.
+	Render Render `yaml:"render"`
 
 	// Orphans decides what happens to known pages no longer linked from
 	// anywhere: keep (default), recheck or delete.
@@ -199,6 +205,45 @@ type Source struct {
 	// cfg is the configuration the source was loaded from, so Fingerprint
 	// can include the global keys that shape this source's crawl space.
 	cfg *Config
+}
+
+// Browser is the Chromium process shared by every source that renders.
+type Browser struct {
+	// Path is the Chromium executable (Debian's chromium package).
+	Path string `yaml:"path"`
+	// Tabs bounds the pages rendered at once.
+	Tabs int `yaml:"tabs"`
+	// MaxMemoryBytes bounds the resident memory of the browser's processes
+	// together; past it the browser is restarted between pages.
+	MaxMemoryBytes int64 `yaml:"max_memory_bytes"`
+}
+
+// Render says whether and how HTML pages are rendered in the browser.
+type Render struct {
+	// Enabled is nil in a crawl rule that leaves it to the source.
+	Enabled *bool `yaml:"enabled"`
+	// Wait is what the DOM is taken after: load, network_idle or element.
+	Wait string `yaml:"wait"`
+	// Selector is the CSS selector wait: element waits for.
+	Selector string `yaml:"selector"`
+	// Timeout bounds the wait: the DOM is taken as it is then.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Renders says whether any source or crawl rule renders pages.
+func (c *Config) Renders() bool {
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		if s.Render.Enabled != nil && *s.Render.Enabled {
+			return true
+		}
+		for j := range s.CrawlRules {
+			if r := s.CrawlRules[j].Render; r != nil && r.Enabled != nil && *r.Enabled {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Sitemaps caps the work one sitemap file may cost.
@@ -238,6 +283,9 @@ type CrawlRule struct {
 	Source   string            `yaml:"source"`
 	Priority int               `yaml:"priority"`
 	AddMeta  map[string]string `yaml:"add_meta"`
+	// Render, when given, is the rendering of the rule's URLs: its unset
+	// keys are the source's.
+	Render *Render `yaml:"render"`
 }
 
 // Match is one node of a crawl rule tree; exactly one of its fields is set.

@@ -42,6 +42,8 @@ import (
 //	documents.max_unpacked_bytes            268435456 (256 MiB)
 //	documents.max_entries                   10000
 //	documents.tika                          none; its types [] when url is set
+//	browser.path, .tabs                     /usr/bin/chromium, 2
+//	browser.max_memory_bytes                2147483648 (2 GiB)
 //	extra_fields.X (no type)                keyword
 //	sources[].discovery                     true
 //	sources[].use_sitemaps                  true
@@ -65,6 +67,8 @@ import (
 //	sources[].extraction.title_order        [title, meta, h1, url]
 //	sources[].extraction.max_body_bytes     1048576 (1 MiB)
 //	sources[].extraction.rules[].fields[].values   first
+//	sources[].render                        enabled false, wait network_idle, timeout 20s;
+//	                                        a crawl rule's render: enabled true, the source's for the rest
 //	sources[].orphans                       keep
 //	sources[].max_temporary_errors          3
 //	sources[].budget                        max_urls 5000000, max_urls_per_host 1000000, max_hosts 10000,
@@ -200,6 +204,11 @@ func (c *Config) setDefaults(written func(string) bool) {
 	defaultAt(written, "documents.max_unpacked_bytes", &d.MaxUnpackedBytes, 256<<20)
 	defaultAt(written, "documents.max_entries", &d.MaxEntries, 10000)
 
+	br := &c.Browser
+	defaultAt(written, "browser.path", &br.Path, "/usr/bin/chromium")
+	defaultAt(written, "browser.tabs", &br.Tabs, 2)
+	defaultAt(written, "browser.max_memory_bytes", &br.MaxMemoryBytes, 2<<30)
+
 	for name, typ := range c.ExtraFields {
 		if typ == "" {
 			c.ExtraFields[name] = docfields.DefaultExtraType
@@ -249,6 +258,23 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 		for f := range e.Rules[j].Fields {
 			fr := &e.Rules[j].Fields[f]
 			defaultAt(written, at("extraction.rules["+strconv.Itoa(j)+"].fields["+strconv.Itoa(f)+"].values"), &fr.Values, "first")
+		}
+	}
+
+	r := &s.Render
+	defaultBool(&r.Enabled, false)
+	defaultAt(written, at("render.wait"), &r.Wait, "network_idle")
+	defaultAt(written, at("render.timeout"), &r.Timeout, Duration(20*time.Second))
+	for j := range s.CrawlRules {
+		if cr := s.CrawlRules[j].Render; cr != nil {
+			rp := p + ".crawl_rules[" + strconv.Itoa(j) + "].render."
+			// A rule with a render block is written to render its section.
+			defaultBool(&cr.Enabled, true)
+			defaultAt(written, rp+"wait", &cr.Wait, r.Wait)
+			if !written(rp+"selector") && !written(rp+"wait") {
+				cr.Selector = r.Selector
+			}
+			defaultAt(written, rp+"timeout", &cr.Timeout, r.Timeout)
 		}
 	}
 

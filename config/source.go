@@ -30,6 +30,9 @@ func (s *Source) Path() string { return SourcePath(s.Index) }
 var fingerprintSkip = []string{
 	"discovery_interval", "max_age", "sitemap_limits", "politeness",
 	"orphans", "max_temporary_errors", "auth", "headers", "budget",
+	// Rendering changes no URL's place in the crawl space, and re-judging
+	// refetches nothing: a page is rendered as it next changes.
+	"render",
 }
 
 // Fingerprint is a stable hash of a source's effective (defaulted) config,
@@ -44,7 +47,7 @@ var fingerprintSkip = []string{
 // ignored_extensions, mime_types, rules, crawl_rules, kill_exact,
 // kill_patterns, reject_list (its path; its lines are reloaded live),
 // robots, extraction) except discovery_interval, max_age, sitemap_limits,
-// politeness, orphans, max_temporary_errors, auth (but for a form sign-in's
+// politeness, orphans, max_temporary_errors, render, auth (but for a form sign-in's
 // login_url and logout_patterns, which keep URLs out), headers and budget; plus these
 // global keys, which shape every source's crawl space: the product token of
 // user_agent (the first word before any "/": robots.txt groups match it,

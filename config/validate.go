@@ -194,6 +194,7 @@ func (k *checker) global() {
 
 	k.fetch(&c.Fetch)
 	k.documents(&c.Documents)
+	k.browser(c)
 	f := &c.Fetch
 	if f.Proxy != "" {
 		// The proxy URL may carry credentials: never echo it.
@@ -252,6 +253,56 @@ func (k *checker) fetch(f *Fetch) {
 	}
 	k.between("fetch.max_redirects", int64(f.MaxRedirects), 0, 100)
 	k.between("fetch.max_links_per_page", int64(f.MaxLinksPerPage), 1, maxLinksPerPage)
+}
+
+// Bounds of the browser keys. A tab of an ordinary page costs some tens of
+// megabytes; below 256MiB Chromium would be restarted after every page.
+const (
+	maxBrowserTabs   = 64
+	minBrowserMemory = 256 << 20
+	maxBrowserMemory = 256 << 30
+)
+
+func (k *checker) browser(c *Config) {
+	b := &c.Browser
+	k.between("browser.tabs", int64(b.Tabs), 1, maxBrowserTabs)
+	k.size("browser.max_memory_bytes", b.MaxMemoryBytes, minBrowserMemory, maxBrowserMemory)
+	if !k.nonEmpty("browser.path", b.Path) || !c.Renders() {
+		return
+	}
+	// Only a configuration that renders needs the browser: say so before
+	// the crawl, not at its first page.
+	if st, err := os.Stat(b.Path); err != nil {
+		k.errorf("browser.path", "cannot run %s: %s; rendering needs Chromium (Debian's chromium package) or browser.path naming it", b.Path, pathErr(err))
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		k.errorf("browser.path", "%s is not an executable file", b.Path)
+	}
+}
+
+// Bounds of render.timeout: a page's scripts get at least a second, and a
+// tab is not held past ten minutes.
+const (
+	minRenderTimeout = Duration(time.Second)
+	maxRenderTimeout = Duration(10 * time.Minute)
+)
+
+func (k *checker) render(p string, r *Render) {
+	k.oneOf(p+".wait", r.Wait, "load", "network_idle", "element")
+	switch {
+	case r.Wait == "element" && strings.TrimSpace(r.Selector) == "":
+		at := p + ".selector"
+		if !k.has(at) {
+			at = p + ".wait"
+		}
+		k.errorf(at, "wait: element needs a selector, the CSS selector of the element to wait for")
+	case r.Selector != "" && r.Wait != "element" && k.has(p+".selector"):
+		k.errorf(p+".selector", "is read only with wait: element (wait is %s)", r.Wait)
+	case r.Selector != "":
+		if _, err := cascadia.Compile(r.Selector); err != nil {
+			k.errorf(p+".selector", "%q is not a CSS selector: %v", r.Selector, err)
+		}
+	}
+	k.span(p+".timeout", r.Timeout, minRenderTimeout, maxRenderTimeout)
 }
 
 func (k *checker) documents(d *Documents) {
@@ -536,6 +587,7 @@ func (k *checker) source(i int) {
 	for j := range s.CrawlRules {
 		k.crawlRule(s, indexPath(at("crawl_rules"), j), &s.CrawlRules[j])
 	}
+	k.render(at("render"), &s.Render)
 
 	k.span(at("politeness.delay"), s.Politeness.Delay, 0, Duration(time.Hour))
 	k.between(at("politeness.max_parallel_per_host"), int64(s.Politeness.MaxParallelPerHost), 1, 64)
@@ -805,11 +857,14 @@ func (k *checker) crawlRule(s *Source, p string, r *CrawlRule) {
 		}
 	}
 	acted := false
-	for _, key := range []string{"index", "follow", "accept", "ignore", "source", "priority", "add_meta"} {
+	for _, key := range []string{"index", "follow", "accept", "ignore", "source", "priority", "add_meta", "render"} {
 		acted = acted || k.has(p+"."+key)
 	}
 	if !acted && !k.unknown[p] {
-		k.errorf(p, "no action: give one or more of index, follow, accept, ignore, source, priority, add_meta")
+		k.errorf(p, "no action: give one or more of index, follow, accept, ignore, source, priority, add_meta, render")
+	}
+	if r.Render != nil {
+		k.render(p+".render", r.Render)
 	}
 	if k.has(p+".source") && k.c.SourceByName(r.Source) == nil {
 		names := make([]string, len(k.c.Sources))

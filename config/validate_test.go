@@ -162,7 +162,7 @@ func TestCrawlRulesAreValidated(t *testing.T) {
 		}},
 		{"no match, no action", rules("  - priority: 1", "  - match: {path: /x}"), []string{
 			`c.yaml:5:9: sources[0].crawl_rules[0]: match is required`,
-			`c.yaml:6:9: sources[0].crawl_rules[1]: no action: give one or more of index, follow, accept, ignore, source, priority, add_meta`,
+			`c.yaml:6:9: sources[0].crawl_rules[1]: no action: give one or more of index, follow, accept, ignore, source, priority, add_meta, render`,
 		}},
 		{"priority out of range", rules("  - match: {path: /x}", "    priority: 3"), []string{
 			`c.yaml:6:19: sources[0].crawl_rules[0].priority: must be between -2 and 2, got 3`,

@@ -23,6 +23,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider/fetch"
+	"github.com/crawlspace/crawlspace/render"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
@@ -79,6 +80,9 @@ type Crawler struct {
 	robotsMu   sync.Mutex
 	// fetchers is the fetch layer of every source, in config order.
 	fetchers fetch.Set
+	// browser renders pages for the sources and crawl rules that ask for
+	// it; nil when none does. It starts Chromium at the first such page.
+	browser *render.Browser
 	// timing holds the crawler's waits; a crawler of its own lets a test
 	// shorten them without slowing or racing another test.
 	timing timing
@@ -127,6 +131,10 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
 		return nil, err
+	}
+	if cfg.Renders() {
+		b := cfg.Browser
+		c.browser = render.New(render.Options{Path: b.Path, Tabs: b.Tabs, MaxMemoryBytes: b.MaxMemoryBytes, Log: log})
 	}
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
@@ -197,6 +205,9 @@ func (c *Crawler) Close() error {
 			c.closeErr = err
 		}
 		c.readers.close()
+		if c.browser != nil {
+			_ = c.browser.Close()
+		}
 	})
 	return c.closeErr
 }

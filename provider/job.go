@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
@@ -14,6 +15,7 @@ import (
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/mapping"
 	"github.com/crawlspace/crawlspace/provider/fetch"
+	"github.com/crawlspace/crawlspace/render"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/urlnorm"
@@ -67,6 +69,10 @@ const (
 	// signInFailed: the source could not authenticate (detail): the URL
 	// waits like a temporary error, its document kept.
 	signInFailed
+	// renderFailed: the page was fetched but the browser could not render
+	// it (reason, detail): the crawler's failure, not the site's, so the
+	// URL waits like a temporary error and its document is kept.
+	renderFailed
 )
 
 // reach says whether a failed URL's request reached its host, for its
@@ -130,6 +136,9 @@ func (j *job) run(ctx context.Context) end {
 	}
 	if signIn := (*fetch.SignInError)(nil); errors.As(res.Err, &signIn) {
 		return end{kind: signInFailed, reason: "auth_failed", detail: signIn.Error()}
+	}
+	if renderErr := (*render.Error)(nil); errors.As(res.Err, &renderErr) {
+		return end{kind: renderFailed, reason: renderErr.Reason, detail: renderErr.Err.Error()}
 	}
 	if res.Err != nil {
 		return j.failure(res.Err)
@@ -346,6 +355,8 @@ func (j *job) finish(e end) {
 		j.page(e)
 	case signInFailed:
 		j.signInFailed(e)
+	case renderFailed:
+		j.renderFailed(e)
 	}
 }
 
@@ -484,6 +495,9 @@ func (j *job) page(e end) {
 		outcome.Found = j.found(out.Links)
 	}
 	outcome.Detail = c.pageWarnings(src.cfg.Name, it.URL, out, outcome.Found != nil, e.detail)
+	if notes := c.renderNotes(src.cfg.Name, it.URL, res.Rendered); notes != "" {
+		outcome.Detail = strings.TrimPrefix(outcome.Detail+"; "+notes, "; ")
+	}
 
 	// A canonical URL elsewhere on the site holds the document; this URL is an alias.
 	if canon := j.canonical(out.Canonical); canon != "" {

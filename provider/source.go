@@ -26,7 +26,7 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := fetch.New(c.cfg, sc, rs, fetch.Options{Accept: accept(c.formats), Sniff: ex.sniff})
+	fs, err := fetch.New(c.cfg, sc, rs, fetch.Options{Accept: accept(c.formats), Sniff: ex.sniff, Browser: c.browser})
 	if err != nil {
 		return nil, err
 	}

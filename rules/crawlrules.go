@@ -213,6 +213,10 @@ type crawlRule struct {
 	priority int
 	meta     map[string][]string
 	ref      string
+	// renderSet: the rule has a render block, which renders with render
+	// (nil for enabled: false).
+	renderSet bool
+	render    *Render
 }
 
 // matchCompiler compiles match trees of one source, reporting positioned errors.

@@ -230,6 +230,12 @@ type Source struct {
 	ibm      ibmRules
 	ruleRefs []string
 
+	// render is the source's rendering, nil when off; renders is true when
+	// it or any crawl rule renders, anyRuleRenders when a rule has a
+	// render block.
+	render                  *Render
+	renders, anyRuleRenders bool
+
 	pats        *patternSet
 	hasInclude  bool
 	includeRef  string
@@ -428,6 +434,11 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 			priority: r.Priority,
 			ref:      cfg.Ref(p),
 		}
+		if r.Render != nil {
+			cr.renderSet, cr.render = true, compileRender(r.Render, cfg.Ref(p))
+			s.anyRuleRenders = true
+			s.renders = s.renders || cr.render != nil
+		}
 		if len(r.AddMeta) > 0 {
 			cr.meta = make(map[string][]string, len(r.AddMeta))
 			for k, v := range r.AddMeta {
@@ -437,6 +448,9 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 		}
 		s.crawlRules = append(s.crawlRules, cr)
 	}
+
+	s.render = compileRender(&src.Render, cfg.Ref(at("render")))
+	s.renders = s.renders || s.render != nil
 
 	s.allowPrivate, s.privateRef = cfg.AllowPrivateNetworks, cfg.Ref("allow_private_networks")
 	s.behindProxy = cfg.Fetch.Proxy != ""

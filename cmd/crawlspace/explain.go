@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -44,6 +45,30 @@ type explanation struct {
 	// Auth is the authentication a request for Fetch gets from the
 	// source: the method and user, never a secret; "" without an auth block.
 	Auth string `json:"auth,omitempty"`
+	// Render says how a crawled URL's HTML page is rendered in the
+	// browser before it is read ("wait network_idle, timeout 20s", then
+	// the config entry that decided); "" when it is read as fetched.
+	Render string `json:"render,omitempty"`
+}
+
+// withRender fills in whether and how a crawled URL's page is rendered.
+func withRender(set *rules.Set, e explanation) explanation {
+	if !e.Crawl || e.Source == "" {
+		return e
+	}
+	if rs := set.Source(e.Source); rs != nil {
+		if r := rs.Render(e.Fetch); r != nil {
+			e.Render = "wait " + r.Wait
+			if r.Wait == "element" {
+				e.Render += " " + strconv.Quote(r.Selector)
+			}
+			e.Render += ", timeout " + r.Timeout.String()
+			if r.Rule != "" {
+				e.Render += " (" + r.Rule + ")"
+			}
+		}
+	}
+	return e
 }
 
 // withAuth fills in the authentication a line's URL gets.
@@ -107,7 +132,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	}
 	var lines []explanation
 	for _, raw := range urls {
-		lines = append(lines, withAuth(cfg, set, ex.explain(set, raw, *depth)))
+		lines = append(lines, withRender(set, withAuth(cfg, set, ex.explain(set, raw, *depth))))
 	}
 	var mapped *pageFields
 	if *page != "" {
@@ -135,14 +160,14 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH")
+	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER")
 	for _, l := range lines {
 		fetch := l.Fetch
 		if fetch == l.URL {
 			fetch = "="
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
-			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
+			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth), dash(l.Render))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFailed

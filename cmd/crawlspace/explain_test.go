@@ -56,8 +56,9 @@ func runExplainCmd(args ...string) (code int, stdout, stderr string) {
 // the keys README.md lists, in their order, ending with fetch.
 func decodeLines(t *testing.T, out string) []explanation {
 	t.Helper()
-	// auth comes last, and only for a source with an auth block.
-	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch", "auth"}
+	// auth comes only for a source with an auth block, render only for a
+	// page that is rendered.
+	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch", "auth", "render"}
 	var got []explanation
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		dec := json.NewDecoder(strings.NewReader(l))
@@ -66,6 +67,9 @@ func decodeLines(t *testing.T, out string) []explanation {
 		}
 		for i := 0; dec.More(); i++ {
 			tok, err := dec.Token()
+			if tok == "render" && i == len(keys)-2 {
+				i++ // no auth block
+			}
 			if err != nil || i >= len(keys) || tok != keys[i] {
 				t.Fatalf("line %q: key %d is %v, want %v", l, i, tok, keys)
 			}
@@ -303,5 +307,33 @@ func TestExplainReadsRobotsTxtWithTheSourcesCredentials(t *testing.T) {
 	})
 	if withAuth.Load() != 1 || without.Load() != 0 {
 		t.Errorf("robots.txt requested %d times with the credentials and %d without, want once with them", withAuth.Load(), without.Load())
+	}
+}
+
+func TestExplainSaysWhichPagesAreRenderedAndByWhichLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crawl.yaml")
+	yaml := "allow_private_networks: true\n" + // 1
+		"browser: {path: /bin/sh}\n" + // 2
+		"sources:\n" + // 3
+		"  - name: app\n" + // 4
+		"    start_urls: [\"http://127.0.0.1:9/\"]\n" + // 5
+		"    exclude: [/old/]\n" + // 6
+		"    crawl_rules:\n" + // 7
+		"      - {match: {path: /app/}, render: {wait: element, selector: \"#main\", timeout: 5s}}\n" // 8
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runExplainCmd("-config", path, "-json", "-offline",
+		"http://127.0.0.1:9/app/inbox", "http://127.0.0.1:9/about", "http://127.0.0.1:9/old/app/")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got := decodeLines(t, out)
+	want := `wait element "#main", timeout 5s (` + path + `:8:9 sources[0].crawl_rules[0])`
+	if len(got) != 3 || got[0].Render != want {
+		t.Fatalf("render of /app/inbox: %+v\nwant %q", got, want)
+	}
+	if got[1].Render != "" || got[2].Render != "" {
+		t.Errorf("a page the rules do not render, or one not crawled, said rendered: %q, %q", got[1].Render, got[2].Render)
 	}
 }

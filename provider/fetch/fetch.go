@@ -24,6 +24,7 @@ import (
 	"github.com/gocolly/colly/v2"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/render"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/urlnorm"
@@ -55,6 +56,12 @@ type Source struct {
 	pages   sync.Pool
 	// auth is the source's authentication, nil without an auth block.
 	auth *auth
+	// browser renders the pages the crawl space says to render; sub makes
+	// the requests of those pages, following no redirect. maxBody bounds
+	// each of their bodies and the rendered DOM.
+	browser *render.Browser
+	sub     *http.Client
+	maxBody int64
 }
 
 // Options are what the fetch layer takes besides the configuration.
@@ -67,6 +74,9 @@ type Options struct {
 	// (docfields.Generic): the type the crawl space then decides on before
 	// the rest is downloaded. Nil leaves such responses as they came.
 	Sniff func(prefix []byte) string
+	// Browser renders the pages whose source or crawl rule asks for it;
+	// nil when nothing renders.
+	Browser *render.Browser
 }
 
 // New builds the fetch layer of the source sc of cfg, whose compiled rules
@@ -107,6 +117,11 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
 	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
 	s.coll = newCollector(cfg, rt)
+	if opts.Browser != nil {
+		s.browser, s.maxBody = opts.Browser, cfg.Fetch.MaxBodyBytes
+		s.sub = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
 	if s.auth != nil && sc.Auth.Method == config.AuthForm {
 		signIn := &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
 		if s.auth.form, err = newFormAuth(s.auth, signIn, s.setHeaders); err != nil {
@@ -117,6 +132,9 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 		s.listing.Jar = s.auth.form.jar
 		s.robots.Jar = s.auth.form.jar
 		s.coll.SetCookieJar(s.auth.form.jar)
+		if s.sub != nil {
+			s.sub.Jar = s.auth.form.jar
+		}
 	}
 	s.pages.New = func() any { return s.newPageFetch() }
 	return s, nil

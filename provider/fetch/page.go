@@ -30,6 +30,9 @@ type Response struct {
 	// of it is kept.
 	TooLarge bool
 	Err      error
+	// Rendered is set when Body is the DOM the browser built from the
+	// page, nil when it is the page as fetched.
+	Rendered *Rendered
 }
 
 // newCollector builds the colly collector of one source, which each page
@@ -109,7 +112,19 @@ func (s *Source) newPageFetch() *pageFetch {
 // (a redirect to the login page, 401 or 403, the login form) is fetched
 // once more after one sign-in; a sign-in that fails is a SignInError in
 // Err, and so is a 401 to credentials of any other method.
+//
+// A page its source or crawl rule says to render is rendered in the
+// browser from the bytes fetched (Rendered says how); a render that fails
+// is an Err, a *render.Error that Classify reads.
 func (s *Source) Page(ctx context.Context, rawURL string, hdr http.Header) *Response {
+	res := s.fetchPage(ctx, rawURL, hdr)
+	if r := s.rendersPage(res); r != nil {
+		s.render(ctx, res, r)
+	}
+	return res
+}
+
+func (s *Source) fetchPage(ctx context.Context, rawURL string, hdr http.Header) *Response {
 	f := s.formFor(rawURL)
 	if f == nil {
 		u, _ := url.Parse(rawURL)

@@ -1,0 +1,24 @@
+// Package chromiumtest finds the Chromium the rendering tests drive:
+// Debian's chromium package, which scripts/test installs.
+package chromiumtest
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Path is the chromium executable. Without one the test skips, saying how
+// to get it; under CI (CI set to anything but false or 0) it fails.
+func Path(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("chromium")
+	if err == nil {
+		return p
+	}
+	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+		t.Fatal("chromium is not installed (scripts/test installs Debian's chromium package)")
+	}
+	t.Skip("chromium is not installed: apt-get install chromium, or run scripts/test")
+	return ""
+}

@@ -1,0 +1,281 @@
+package provider_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawlspace/crawlspace/internal/chromiumtest"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
+	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/provider"
+)
+
+// spaShell is the one document of a single-page app: every route of the
+// site answers with it (the history API fallback), and its router builds
+// the page from the API after load. Its links are real URLs, which the
+// router also takes over on a click.
+const spaShell = `<!doctype html><html><head><title>Catalogue</title></head><body>
+<img src="/logo.png"><div id="app">Loading…</div>
+<script>
+function show(path) {
+  fetch('/api' + (path === '/' ? '/home' : path)).then(r => {
+    if (!r.ok) throw new Error('api ' + r.status);
+    return r.json();
+  }).then(d => {
+    document.title = d.title;
+    document.getElementById('app').innerHTML = '<h1>' + d.title + '</h1><p>' + d.text + '</p>' +
+      (d.links || []).map(l => '<a href="' + l + '">' + l + '</a>').join(' ');
+  });
+}
+document.addEventListener('click', e => {
+  const a = e.target.closest('a');
+  if (a && a.origin === location.origin) { e.preventDefault(); history.pushState({}, '', a.href); show(location.pathname); }
+});
+show(location.pathname);
+%s
+</script></body></html>`
+
+// spaSite is a single-page app on loopback: the shell, its JSON API
+// (which wants the source's bearer token), and pages that misbehave.
+type spaSite struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+	// notModified counts the shell's 304 answers.
+	notModified int
+}
+
+func (s *spaSite) hit(p string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[p]
+}
+
+func newSPASite(t *testing.T, extraScript string) *spaSite {
+	t.Helper()
+	api := map[string]any{
+		"/api/home":       map[string]any{"title": "Home", "text": "Welcome to the lamp catalogue", "links": []string{"/products/1", "/products/2", "/never-idle", "/redirector", "/throws"}},
+		"/api/products/1": map[string]any{"title": "Brass lamp", "text": "A brass lamp with a green shade"},
+		"/api/products/2": map[string]any{"title": "Floor lamp", "text": "A tall floor lamp of oak"},
+		"/api/products/3": map[string]any{"title": "Desk lamp", "text": "A desk lamp on a spring arm"},
+	}
+	s := &spaSite{hits: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		html := func(body string) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, body)
+		}
+		switch p := r.URL.Path; {
+		case strings.HasPrefix(p, "/api/"):
+			if r.Header.Get("Authorization") != "Bearer t0ken" {
+				http.Error(w, "no token", http.StatusUnauthorized)
+				return
+			}
+			d, ok := api[p]
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(d)
+		case p == "/never-idle":
+			html(`<!doctype html><html><head><title>Ticker</title></head><body><p id="t">static</p><script>
+document.getElementById('t').textContent = 'Live ticker of lamp prices';
+setInterval(() => fetch('/api/poll').catch(() => {}), 100);
+</script></body></html>`)
+		case p == "/redirector":
+			html(`<!doctype html><html><head><title>Moved</title></head><body><p>This lamp moved.</p><script>
+setTimeout(() => { location.href = '/products/3'; }, 20);
+</script></body></html>`)
+		case p == "/throws":
+			html(`<!doctype html><html><head><title>Broken</title></head><body><p id="a"></p><p id="b"></p>
+<script>document.getElementById('a').textContent = 'Written before the error'; null.boom();</script>
+<script>document.getElementById('b').textContent = 'Written by the next script';</script></body></html>`)
+		case p == "/" || strings.HasPrefix(p, "/products/"):
+			// The shell never changes: its ETag makes the aged check a 304.
+			w.Header().Set("ETag", `"shell-1"`)
+			if r.Header.Get("If-None-Match") == `"shell-1"` {
+				s.mu.Lock()
+				s.notModified++
+				s.mu.Unlock()
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			html(fmt.Sprintf(spaShell, extraScript))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestASinglePageAppIsIndexedFromTheDOMItsScriptsBuildAndAnUnchangedPageIsNotRenderedAgain
+// crawls a single-page app into the real node: content loaded with fetch()
+// after load (with the source's bearer token), client-side routes with
+// real URLs, a page that never reaches network idle, a script that
+// navigates away and one that throws; images never requested, a request to
+// an address the rules forbid refused. A second crawl finds the shell
+// unchanged (304) and renders nothing.
+func TestASinglePageAppIsIndexedFromTheDOMItsScriptsBuildAndAnUnchangedPageIsNotRenderedAgain(t *testing.T) {
+	t.Parallel()
+	browser := chromiumtest.Path(t)
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+
+	// A service on another loopback address, which the source's rules
+	// forbid: the page's script asks it for a secret.
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no second loopback address: %v", err)
+	}
+	var secretHits sync.Map
+	secret := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secretHits.Store(r.URL.Path, true)
+		fmt.Fprint(w, `{"secret": "the vault code"}`)
+	}))
+	secret.Listener.Close()
+	secret.Listener = l
+	secret.Start()
+	t.Cleanup(secret.Close)
+
+	site := newSPASite(t, `fetch('`+secret.URL+`/secret').then(r => r.text()).then(t => { document.body.insertAdjacentText('beforeend', t); }).catch(() => {});`)
+	state := t.TempDir()
+	yaml := fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0}
+state_dir: %s
+allow_private_networks: true
+browser: {path: %s, tabs: 2}
+sources:
+  - name: shop
+    start_urls: [%q]
+    max_age: 1ms
+    rules: ["forbid address 127.0.0.2"]
+    auth: {method: bearer, token: t0ken}
+    render: {enabled: true, wait: network_idle, timeout: 30s}
+    crawl_rules:
+      - {match: {path: /never-idle}, render: {timeout: 2s}}
+`, esURL, index, state, browser, site.URL+"/")
+
+	first := crawl(t, crawltest.Config(t, yaml))
+	paths, docs := indexed(t, esURL, index, site.URL)
+	want := []string{"/", "/never-idle", "/products/1", "/products/2", "/products/3", "/redirector", "/throws"}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("the index holds %v, want %v (report %+v)", paths, want, first.Total)
+	}
+	for _, tc := range []struct{ path, title, body string }{
+		{"/", "Home", "Welcome to the lamp catalogue"},
+		{"/products/1", "Brass lamp", "A brass lamp with a green shade"},
+		{"/products/2", "Floor lamp", "A tall floor lamp of oak"},
+		// Found only where the script tried to take the tab.
+		{"/products/3", "Desk lamp", "A desk lamp on a spring arm"},
+		{"/never-idle", "Ticker", "Live ticker of lamp prices"},
+		{"/throws", "Broken", "Written before the error"},
+		{"/throws", "Broken", "Written by the next script"},
+	} {
+		d := docs[tc.path]
+		if d.Title != tc.title || !strings.Contains(d.Body, tc.body) {
+			t.Errorf("%s: title %q body %q, want title %q and %q in the body", tc.path, d.Title, d.Body, tc.title, tc.body)
+		}
+	}
+	if strings.Contains(docs["/"].Body, "vault") {
+		t.Error("the page holds what the forbidden address answered")
+	}
+	secretHits.Range(func(k, _ any) bool {
+		t.Errorf("the forbidden address got a request for %v", k)
+		return true
+	})
+	if n := site.hit("/logo.png"); n != 0 {
+		t.Errorf("the image was requested %d times", n)
+	}
+	for reason, n := range map[string]int{"render_timeout": 1, "script_error": 1} {
+		if got := first.Total.Reasons[reason]; got != n {
+			t.Errorf("reason %s counted %d times, want %d (reasons %v)", reason, got, n, first.Total.Reasons)
+		}
+	}
+	// Every shell page asked for the secret; the address rules refused each.
+	if got := first.Total.Reasons["render_request_failed"]; got < 4 {
+		t.Errorf("render_request_failed counted %d times, want one per shell page (reasons %v)", got, first.Total.Reasons)
+	}
+
+	apiBefore := site.hit("/api/home") + site.hit("/api/products/1")
+	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
+	second := crawl(t, crawltest.Config(t, yaml))
+	if got := site.hit("/api/home") + site.hit("/api/products/1"); got != apiBefore {
+		t.Errorf("the API was asked %d more times in a crawl where the shell was not modified: unchanged pages were rendered", got-apiBefore)
+	}
+	site.mu.Lock()
+	nm := site.notModified
+	site.mu.Unlock()
+	if nm < 4 || second.Total.Unchanged < 4 {
+		t.Errorf("%d not-modified answers, %d unchanged pages in the second crawl: the aged check is a conditional GET", nm, second.Total.Unchanged)
+	}
+	if second.Total.Created+second.Total.Updated+second.Total.Deleted != 0 {
+		t.Errorf("the second crawl wrote: %+v", second.Total)
+	}
+}
+
+// TestAPageTheBrowserCannotRenderWaitsAsATemporaryErrorAndKeepsItsDocument
+// crawls a page read as fetched, then with rendering on and a browser that
+// will not start: the changed page is an error of its own reason, tried
+// again after a backoff, and its document stays in the index until
+// max_temporary_errors in a row.
+func TestAPageTheBrowserCannotRenderWaitsAsATemporaryErrorAndKeepsItsDocument(t *testing.T) {
+	t.Parallel()
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	version := "first"
+	var mu sync.Mutex
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		v := version
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<!doctype html><title>Page</title><p>the %s version</p>", v)
+	}))
+	t.Cleanup(site.Close)
+	state := t.TempDir()
+	cfg := func(render bool) string {
+		return fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0}
+state_dir: %s
+allow_private_networks: true
+browser: {path: /bin/false}
+sources:
+  - name: s
+    start_urls: [%q]
+    max_age: 1ms
+    max_temporary_errors: 5
+    render: {enabled: %v}
+`, esURL, index, state, site.URL+"/", render)
+	}
+	if r := crawl(t, crawltest.Config(t, cfg(false))); r.Total.Created != 1 {
+		t.Fatalf("first crawl: %+v", r.Total)
+	}
+	mu.Lock()
+	version = "second"
+	mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass
+	c, report := crawlTimed(t, crawltest.Config(t, cfg(true)), provider.Timing{RetryBase: time.Millisecond})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if report.Total.Reasons["browser_unavailable"] == 0 || report.Total.Deleted != 0 || report.Total.Updated != 0 {
+		t.Errorf("second crawl: %+v, want browser_unavailable and nothing written", report.Total)
+	}
+	_, docs := indexed(t, esURL, index, site.URL)
+	if d := docs["/"]; d == nil || !strings.Contains(d.Body, "the first version") {
+		t.Errorf("the document after a failed render: %+v, want the first version kept", d)
+	}
+}

@@ -1,0 +1,568 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// Wait is what a render waits for before it takes the DOM.
+type Wait string
+
+const (
+	// WaitLoad waits for the load event.
+	WaitLoad Wait = "load"
+	// WaitNetworkIdle waits, after the load event, until no request of the
+	// page has been in flight for IdleTime.
+	WaitNetworkIdle Wait = "network_idle"
+	// WaitElement waits until Selector matches an element.
+	WaitElement Wait = "element"
+)
+
+// IdleTime is how long the network must stay quiet for WaitNetworkIdle.
+const IdleTime = 500 * time.Millisecond
+
+// Request is one page to render.
+type Request struct {
+	// URL is the page's address; Header and Body are the response the
+	// crawler fetched for it, given to the browser as that URL's answer.
+	URL    string
+	Header http.Header
+	Body   []byte
+	// Wait, Selector (for WaitElement) and Timeout: the render takes the
+	// DOM once the wait is over, or when Timeout has passed since the page
+	// was opened, whichever comes first.
+	Wait     Wait
+	Selector string
+	Timeout  time.Duration
+	// Do makes a request of the page (a script, a fetch() call, a
+	// stylesheet, a frame) on the crawler's side. It does not follow
+	// redirects: a 3xx goes back to the browser, whose next request comes
+	// through Do again. An error fails that request in the page.
+	Do func(ctx context.Context, req *http.Request) (*http.Response, error)
+}
+
+// Result is the DOM a page's scripts built, and what happened on the way.
+type Result struct {
+	// HTML is the serialized DOM, doctype included, in UTF-8.
+	HTML []byte
+	// Navigations are the URLs the page's scripts tried to take the tab to
+	// (location.href = ...): never followed in the tab,
+	// they are links of the page.
+	Navigations []string
+	// WaitMet is false when Timeout ended the wait: the DOM is as it was then.
+	WaitMet bool
+	// Requests counts the requests made for the page through Request.Do;
+	// Blocked those refused by type (images, fonts, media, beacons,
+	// WebSockets, event streams, other schemes); Failed those Do failed,
+	// the network rules' refusals among them.
+	Requests, Blocked, Failed int
+	// FirstFailure is the first error of Do, for the record.
+	FirstFailure string
+	// ScriptErrors counts uncaught exceptions; FirstScriptError is the first.
+	ScriptErrors     int
+	FirstScriptError string
+	// Retried is why the page was rendered a second time in a fresh
+	// browser, "" when once was enough.
+	Retried string
+	// Took is the time from opening the tab to taking the DOM.
+	Took time.Duration
+}
+
+// Error is a render that failed, after its one retry when the failure was
+// the browser's.
+type Error struct {
+	// Reason is render_failed (the browser crashed or hung twice, or the
+	// page could not be opened) or browser_unavailable (Chromium would not
+	// start).
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// blocked are the resource types a render never asks for: nothing of them
+// reaches the DOM's text or links, and they are most of a page's bytes.
+// WebSockets and event streams are live channels that would keep the
+// network busy forever; beacons and reports only tell the site about us.
+var blocked = map[network.ResourceType]bool{
+	network.ResourceTypeImage: true, network.ResourceTypeMedia: true, network.ResourceTypeFont: true,
+	network.ResourceTypeTextTrack: true, network.ResourceTypeManifest: true, network.ResourceTypePing: true,
+	network.ResourceTypeCSPViolationReport: true, network.ResourceTypeEventSource: true,
+	network.ResourceTypeWebSocket: true, network.ResourceTypePrefetch: true, network.ResourceTypeFedCM: true,
+	network.ResourceTypeSignedExchange: true,
+}
+
+// Render renders one page, in one of the pool's tabs. A failure of the
+// browser (a crash, a hang) restarts it and renders the page once more;
+// the Result says why. ctx ends the render at once.
+func (b *Browser) Render(ctx context.Context, req Request) (*Result, error) {
+	select {
+	case b.tabs <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-b.tabs }()
+	res, gen, err := b.once(ctx, req)
+	if err == nil || ctx.Err() != nil {
+		return res, err
+	}
+	var unavailable *Error
+	if errors.As(err, &unavailable) {
+		return nil, err
+	}
+	why := err.Error()
+	b.retire(gen, true, why)
+	res, gen, err = b.once(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.As(err, &unavailable) {
+			return nil, err
+		}
+		// The next page gets a fresh browser too.
+		b.retire(gen, true, err.Error())
+		return nil, &Error{Reason: "render_failed", Err: fmt.Errorf("%w; the first attempt: %s", err, why)}
+	}
+	res.Retried = why
+	return res, nil
+}
+
+// once renders the page in the current browser; gen names that browser,
+// for a retry to retire it.
+func (b *Browser) once(ctx context.Context, req Request) (*Result, int, error) {
+	in, err := b.acquire()
+	if err != nil {
+		return nil, 0, &Error{Reason: "browser_unavailable", Err: err}
+	}
+	defer in.release()
+	res, err := renderTab(ctx, in, req)
+	if err == nil {
+		b.checkMemory(in)
+	}
+	return res, in.gen, err
+}
+
+// tab is the state of one page's render.
+type tab struct {
+	req      Request
+	mainURL  string
+	res      Result
+	mu       sync.Mutex
+	served   bool // the page's own document was handed to the browser
+	inflight atomic.Int64
+	lastBusy atomic.Int64 // unix nanos of the last request's start or end
+}
+
+func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err error) {
+	start := time.Now()
+	tc, err := in.takeTab(ctx)
+	if err != nil {
+		return nil, browserErr(ctx, "opening a tab", err)
+	}
+	defer func() {
+		if err == nil {
+			err = in.putTab(ctx, tc)
+		} else {
+			tc.cancel()
+		}
+	}()
+	// The page ends with ctx or at the hard deadline: a browser that does
+	// not answer by then hangs.
+	hard, hardCancel := context.WithTimeout(tc.ctx, req.Timeout+in.grace)
+	defer hardCancel()
+	stopOnCtx := context.AfterFunc(ctx, hardCancel)
+	defer stopOnCtx()
+
+	t := &tab{req: req, mainURL: stripFragment(req.URL)}
+	t.lastBusy.Store(time.Now().UnixNano())
+
+	paused := chromedp.Events(hard, cdpfetch.RequestPaused)
+	loads := chromedp.Events(hard, page.LoadEventFired)
+	crashes := chromedp.Events(hard, inspector.TargetCrashed)
+	exceptions := chromedp.Events(hard, runtime.ExceptionThrown)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer hardCancel()
+	wg.Go(func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			wg.Go(func() { t.serve(hard, ev) })
+		}
+	})
+	wg.Go(func() {
+		for ev, err := range exceptions {
+			if err != nil {
+				return
+			}
+			t.mu.Lock()
+			if t.res.ScriptErrors++; t.res.FirstScriptError == "" && ev.ExceptionDetails != nil {
+				t.res.FirstScriptError = exceptionText(ev.ExceptionDetails)
+			}
+			t.mu.Unlock()
+		}
+	})
+	loaded := make(chan struct{})
+	wg.Go(func() {
+		for _, err := range loads {
+			if err != nil {
+				return
+			}
+			// A load before the page's document was handed over is the
+			// blank page's.
+			t.mu.Lock()
+			served := t.served
+			t.mu.Unlock()
+			if served {
+				close(loaded)
+				return
+			}
+		}
+	})
+	crashed := make(chan struct{})
+	wg.Go(func() {
+		for _, err := range crashes {
+			if err == nil {
+				close(crashed)
+			}
+			return
+		}
+	})
+
+	nav, err := chromedp.Call(hard, page.Navigate, page.NavigateParams{URL: req.URL})
+	if err != nil {
+		return nil, browserErr(ctx, "opening the page", err)
+	}
+	if nav.ErrorText != "" {
+		return nil, &Error{Reason: "render_failed", Err: fmt.Errorf("opening the page: %s", nav.ErrorText)}
+	}
+
+	met, err := t.wait(hard, start.Add(req.Timeout), loaded, crashed)
+	if err != nil {
+		return nil, browserErr(ctx, "waiting", err)
+	}
+	html, err := chromedp.Run(hard, chromedp.Evaluate[string](serializeDOM))
+	if err != nil {
+		return nil, browserErr(ctx, "taking the DOM", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.res
+	out.HTML, out.WaitMet, out.Took = []byte(html), met, time.Since(start)
+	return &out, nil
+}
+
+// pageTab is a tab of the browser, kept between pages: opening one costs
+// a renderer process, most of a small page's render.
+type pageTab struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// takeTab is an idle tab of the browser, or a new one with every request
+// of its pages intercepted.
+func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
+	select {
+	case tc := <-in.idle:
+		return tc, nil
+	default:
+	}
+	tctx, cancel := chromedp.NewContext(in.ctx)
+	// The tab lives as long as the context of its first command, so that
+	// one gets no deadline: the wait for it is bounded here instead.
+	opened := make(chan error, 1)
+	go func() { opened <- chromedp.Do(tctx) }()
+	timer := time.NewTimer(in.grace)
+	defer timer.Stop()
+	select {
+	case err := <-opened:
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+	case <-timer.C:
+		cancel()
+		return nil, context.DeadlineExceeded
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+	open, openCancel := context.WithTimeout(tctx, in.grace)
+	defer openCancel()
+	stop := context.AfterFunc(ctx, openCancel)
+	defer stop()
+	// The new tab's own first load is waited out, so that the next load
+	// event is the page's.
+	if err := chromedp.Do(open, chromedp.Navigate("about:blank")); err != nil {
+		cancel()
+		return nil, err
+	}
+	if _, err := chromedp.Call(open, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return &pageTab{ctx: tctx, cancel: cancel}, nil
+}
+
+// putTab leaves a tab on a blank page, its page's scripts and requests
+// ended, for the next page; a tab that cannot get there is closed, and
+// the failure is the browser's.
+func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
+	blank, cancel := context.WithTimeout(tc.ctx, in.grace)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := chromedp.Do(blank, chromedp.Navigate("about:blank")); err != nil {
+		tc.cancel()
+		return browserErr(ctx, "leaving the page", err)
+	}
+	select {
+	case in.idle <- tc:
+	default:
+		tc.cancel()
+	}
+	return nil
+}
+
+// serializeDOM is the page as a document again: doctype and root element.
+const serializeDOM = `(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML`
+
+// wait waits for the request's condition until deadline; met is false
+// when the deadline (the page's timeout) came first, which is no error:
+// the DOM is taken as it is. A crashed tab, or ctx ending, is an error.
+func (t *tab) wait(ctx context.Context, deadline time.Time, loaded, crashed <-chan struct{}) (met bool, err error) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	isLoaded := false
+	for {
+		select {
+		case <-crashed:
+			return false, errors.New("the tab crashed")
+		case <-loaded:
+			// Quiet counts from the load event: a request the page's
+			// scripts started may reach us a moment after it.
+			isLoaded, loaded = true, nil
+			t.lastBusy.Store(time.Now().UnixNano())
+		case <-tick.C:
+		case <-timeout.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		switch t.req.Wait {
+		case WaitElement:
+			// Between documents the page has no context to evaluate in:
+			// an error here is "not yet", and a dead browser ends ctx.
+			ectx, cancel := context.WithDeadline(ctx, deadline)
+			found, err := chromedp.Run(ectx, chromedp.Evaluate[bool](`document.querySelector(`+jsString(t.req.Selector)+`) !== null`))
+			cancel()
+			if err == nil && found {
+				return true, nil
+			}
+		case WaitNetworkIdle:
+			if isLoaded && t.inflight.Load() == 0 && time.Since(time.Unix(0, t.lastBusy.Load())) >= IdleTime {
+				return true, nil
+			}
+		default:
+			if isLoaded {
+				return true, nil
+			}
+		}
+	}
+}
+
+// serve answers one paused request of the page.
+func (t *tab) serve(ctx context.Context, ev cdpfetch.EventRequestPaused) {
+	r := ev.Request
+	fail := func(reason network.ErrorReason) {
+		_, _ = chromedp.Call(ctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: reason})
+	}
+	if ev.ResourceType == network.ResourceTypeDocument && isMainFrame(ctx, ev.FrameID) {
+		t.mu.Lock()
+		first := !t.served && stripFragment(r.URL) == t.mainURL
+		if first {
+			t.served = true
+		} else {
+			// A script taking the tab elsewhere: the
+			// target is a link of the page, like a redirect's Location, and
+			// the DOM stays the page's own.
+			t.res.Navigations = append(t.res.Navigations, r.URL)
+		}
+		t.mu.Unlock()
+		if !first {
+			fail(network.ErrorReasonAborted)
+			return
+		}
+		_, _ = chromedp.Call(ctx, cdpfetch.FulfillRequest, cdpfetch.FulfillRequestParams{
+			RequestID: ev.RequestID, ResponseCode: http.StatusOK,
+			ResponseHeaders: headerEntries(t.req.Header), Body: t.req.Body,
+		})
+		return
+	}
+	if blocked[ev.ResourceType] || isFavicon(ev) || !(strings.HasPrefix(r.URL, "http://") || strings.HasPrefix(r.URL, "https://")) {
+		t.count(func(res *Result) { res.Blocked++ })
+		fail(network.ErrorReasonBlockedByClient)
+		return
+	}
+	t.busy(1)
+	defer t.busy(-1)
+	t.count(func(res *Result) { res.Requests++ })
+	var body io.Reader
+	if len(r.PostDataEntries) > 0 {
+		var buf bytes.Buffer
+		for _, e := range r.PostDataEntries {
+			buf.Write(e.Bytes)
+		}
+		body = &buf
+	}
+	hreq, err := http.NewRequestWithContext(ctx, r.Method, r.URL, body)
+	if err == nil {
+		for k, v := range r.Headers {
+			if s, ok := v.(string); ok && !hopHeader[http.CanonicalHeaderKey(k)] {
+				hreq.Header.Set(k, s)
+			}
+		}
+		var resp *http.Response
+		if resp, err = t.req.Do(ctx, hreq); err == nil {
+			var data []byte
+			data, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				_, _ = chromedp.Call(ctx, cdpfetch.FulfillRequest, cdpfetch.FulfillRequestParams{
+					RequestID: ev.RequestID, ResponseCode: int64(resp.StatusCode),
+					ResponseHeaders: headerEntries(resp.Header), Body: data,
+				})
+				return
+			}
+		}
+	}
+	t.count(func(res *Result) {
+		if res.Failed++; res.FirstFailure == "" {
+			res.FirstFailure = r.URL + ": " + err.Error()
+		}
+	})
+	fail(network.ErrorReasonFailed)
+}
+
+func (t *tab) count(f func(*Result)) {
+	t.mu.Lock()
+	f(&t.res)
+	t.mu.Unlock()
+}
+
+func (t *tab) busy(d int64) {
+	t.inflight.Add(d)
+	t.lastBusy.Store(time.Now().UnixNano())
+}
+
+// hopHeader are request and response headers that describe one
+// connection or one encoding of the body, not the resource: the crawler's
+// client sets its own, and a fulfilled response's body is already decoded.
+var hopHeader = map[string]bool{
+	"Host": true, "Connection": true, "Content-Length": true, "Transfer-Encoding": true,
+	"Content-Encoding": true, "Accept-Encoding": true, "Keep-Alive": true, "Upgrade": true,
+	"Proxy-Connection": true, "Te": true, "Trailer": true,
+}
+
+func headerEntries(h http.Header) []*cdpfetch.HeaderEntry {
+	var out []*cdpfetch.HeaderEntry
+	for k, vs := range h {
+		if hopHeader[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		for _, v := range vs {
+			out = append(out, &cdpfetch.HeaderEntry{Name: k, Value: v})
+		}
+	}
+	return out
+}
+
+// isMainFrame says whether the frame is the tab's top frame, whose id is
+// the target's.
+func isMainFrame(ctx context.Context, id cdp.FrameID) bool {
+	c := chromedp.FromContext(ctx)
+	return c != nil && c.Target != nil && string(c.Target.TargetID) == string(id)
+}
+
+// isFavicon tells the browser's own request for the site's icon, typed
+// Other rather than Image.
+func isFavicon(ev cdpfetch.EventRequestPaused) bool {
+	if ev.ResourceType != network.ResourceTypeOther {
+		return false
+	}
+	u, err := url.Parse(ev.Request.URL)
+	return err == nil && u.Path == "/favicon.ico"
+}
+
+func stripFragment(u string) string {
+	if i := strings.IndexByte(u, '#'); i >= 0 {
+		return u[:i]
+	}
+	return u
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d.Exception != nil && d.Exception.Description != "" {
+		s, _, _ := strings.Cut(d.Exception.Description, "\n")
+		return s
+	}
+	return d.Text
+}
+
+func jsString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// browserErr is a failure of the browser during a render: the caller's
+// own end when ctx ended, else the reason to restart the browser, with the
+// process's exit status when it died.
+func browserErr(ctx context.Context, step string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%s: the browser died (%s)", step, exit.ProcessState)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: the browser went away or did not answer in time", step)
+	}
+	return fmt.Errorf("%s: %w", step, err)
+}

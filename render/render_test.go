@@ -1,0 +1,369 @@
+package render_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crawlspace/crawlspace/internal/chromiumtest"
+	"github.com/crawlspace/crawlspace/render"
+)
+
+func newBrowser(t *testing.T, tabs int) *render.Browser {
+	t.Helper()
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: tabs})
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// site is a loopback site: its pages by path, and a count of the requests
+// of each path.
+type site struct {
+	*httptest.Server
+	hits map[string]*atomic.Int64
+}
+
+func newSite(t *testing.T, pages map[string]func(w http.ResponseWriter, r *http.Request)) *site {
+	t.Helper()
+	s := &site{hits: map[string]*atomic.Int64{}}
+	for p := range pages {
+		s.hits[p] = &atomic.Int64{}
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		s.hits[r.URL.Path].Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func html(body string) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, body)
+	}
+}
+
+func text(ct, body string) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ct)
+		fmt.Fprint(w, body)
+	}
+}
+
+// request builds the render of path on s as the crawler makes it: the
+// page's body fetched first, every other request through plain net/http.
+func request(t *testing.T, s *site, path string, wait render.Wait, timeout time.Duration) render.Request {
+	t.Helper()
+	res, err := http.Get(s.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render.Request{URL: s.URL + path, Header: res.Header, Body: body, Wait: wait, Timeout: timeout,
+		Do: func(ctx context.Context, req *http.Request) (*http.Response, error) {
+			return http.DefaultTransport.RoundTrip(req)
+		}}
+}
+
+const spa = `<!doctype html><html><head><title>shell</title></head><body><div id="app">loading</div>
+<img src="/logo.png"><script>
+fetch('/api/items').then(r => r.json()).then(items => {
+  document.getElementById('app').innerHTML = items.map(i => '<a href="/item/' + i + '">item ' + i + '</a>').join(' ');
+});
+</script></body></html>`
+
+func TestContentLoadedWithFetchAfterLoadIsInTheDOMAndImagesAreNeverRequested(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/":          html(spa),
+		"/api/items": text("application/json", `["alpha","beta"]`),
+		"/logo.png":  text("image/png", "png"),
+	})
+	res, err := b.Render(context.Background(), request(t, s, "/", render.WaitNetworkIdle, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(res.HTML)
+	for _, want := range []string{`<a href="/item/alpha">item alpha</a>`, `<a href="/item/beta">`, "<!DOCTYPE html>"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered DOM lacks %q:\n%s", want, got)
+		}
+	}
+	if !res.WaitMet {
+		t.Error("the network never went idle on a page with one fetch()")
+	}
+	if n := s.hits["/"].Load(); n != 1 {
+		t.Errorf("the page was requested %d times: the browser must use the crawler's copy", n)
+	}
+	if n := s.hits["/logo.png"].Load(); n != 0 {
+		t.Errorf("the image was requested %d times", n)
+	}
+	if n := s.hits["/api/items"].Load(); n != 1 || res.Requests != 1 {
+		t.Errorf("the API was requested %d times, %d through Do", n, res.Requests)
+	}
+}
+
+func TestAPageThatNeverGoesIdleIsTakenAtItsTimeoutWithWhatItBuilt(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/": html(`<!doctype html><body><p id="p">shell</p><script>
+document.getElementById('p').textContent = 'built by script';
+setInterval(() => fetch('/poll').catch(() => {}), 100);
+</script></body>`),
+		"/poll": text("application/json", `{}`),
+	})
+	res, err := b.Render(context.Background(), request(t, s, "/", render.WaitNetworkIdle, 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.WaitMet {
+		t.Error("a page polling every 100 ms was taken as idle")
+	}
+	if !strings.Contains(string(res.HTML), "built by script") {
+		t.Errorf("the DOM at the timeout lacks the script's text:\n%s", res.HTML)
+	}
+}
+
+func TestAScriptThatNavigatesAwayLeavesThePageAndGivesItsTargetAsALink(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/": html(`<!doctype html><body><h1>old home</h1><script>
+document.querySelector('h1').textContent = 'rendered home';
+setTimeout(() => { location.href = '/elsewhere'; }, 50);
+</script></body>`),
+		"/elsewhere": html(`<h1>elsewhere</h1>`),
+	})
+	res, err := b.Render(context.Background(), request(t, s, "/", render.WaitNetworkIdle, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.HTML), "rendered home") {
+		t.Errorf("the DOM is not the page's own:\n%s", res.HTML)
+	}
+	if len(res.Navigations) != 1 || res.Navigations[0] != s.URL+"/elsewhere" {
+		t.Errorf("navigations %q, want the script's target", res.Navigations)
+	}
+	if n := s.hits["/elsewhere"].Load(); n != 0 {
+		t.Errorf("the target was requested %d times by the browser: it is the crawl's to fetch", n)
+	}
+}
+
+func TestAScriptThatThrowsIsCountedAndTheRestOfThePageRenders(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/": html(`<!doctype html><body><div id="a"></div><div id="b"></div>
+<script>document.getElementById('a').textContent = 'before'; throw new Error('boom');</script>
+<script>document.getElementById('b').textContent = 'after';</script></body>`),
+	})
+	res, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">before<", ">after<"} {
+		if !strings.Contains(string(res.HTML), want) {
+			t.Errorf("DOM lacks %q:\n%s", want, res.HTML)
+		}
+	}
+	if res.ScriptErrors != 1 || !strings.Contains(res.FirstScriptError, "boom") {
+		t.Errorf("script errors %d, first %q", res.ScriptErrors, res.FirstScriptError)
+	}
+}
+
+func TestWaitForAnElementTakesTheDOMOnceItExists(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/": html(`<!doctype html><body><script>
+setTimeout(() => { const d = document.createElement('div'); d.className = 'ready'; d.textContent = 'late content'; document.body.appendChild(d); }, 300);
+</script></body>`),
+	})
+	req := request(t, s, "/", render.WaitElement, time.Minute)
+	req.Selector = "div.ready"
+	res, err := b.Render(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.WaitMet || !strings.Contains(string(res.HTML), "late content") {
+		t.Errorf("wait met %v, DOM:\n%s", res.WaitMet, res.HTML)
+	}
+}
+
+// hold is a page whose API call the test answers: the render is under
+// way, in the browser, until release is closed.
+func hold(t *testing.T) (s *site, started chan struct{}, release chan struct{}) {
+	started, release = make(chan struct{}, 8), make(chan struct{})
+	s = newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/": html(`<!doctype html><body><p id="p">shell</p><script>
+fetch('/api').then(r => r.text()).then(t => { document.getElementById('p').textContent = t; });
+</script></body>`),
+		"/api": func(w http.ResponseWriter, r *http.Request) {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprint(w, "answered")
+		},
+	})
+	return s, started, release
+}
+
+func TestACrashedBrowserIsRestartedAndThePageRenderedOnceMoreWithTheReason(t *testing.T) {
+	b := newBrowser(t, 1)
+	s, started, release := hold(t)
+	done := make(chan struct{})
+	var res *render.Result
+	var err error
+	go func() {
+		defer close(done)
+		res, err = b.Render(context.Background(), request(t, s, "/", render.WaitNetworkIdle, time.Minute))
+	}()
+	<-started
+	first := b.PID()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-started // the second attempt, in a new browser
+	close(release)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.HTML), "answered") {
+		t.Errorf("the retry's DOM lacks the API's answer:\n%s", res.HTML)
+	}
+	if res.Retried == "" || b.Restarts() != 1 {
+		t.Errorf("retried %q, restarts %d: the reason of the retry must be kept", res.Retried, b.Restarts())
+	}
+	if b.PID() == first || b.PID() == 0 {
+		t.Errorf("browser pid %d after the crash of %d", b.PID(), first)
+	}
+	if left := render.GroupPIDs(first); len(left) > 0 {
+		t.Errorf("processes of the crashed browser remain: %v", left)
+	}
+}
+
+func TestAHungBrowserIsKilledAndACrashTwiceIsARenderFailure(t *testing.T) {
+	// A short grace: the stopped browser is taken as hung sooner.
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 1, Grace: 5 * time.Second})
+	t.Cleanup(func() { _ = b.Close() })
+	s, started, release := hold(t)
+	defer close(release)
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		// The page's timeout ends the wait; the browser, stopped, cannot
+		// give its DOM within the grace that follows.
+		_, err = b.Render(context.Background(), request(t, s, "/", render.WaitNetworkIdle, time.Second))
+	}()
+	<-started
+	first := b.PID()
+	if err := syscall.Kill(-first, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	second := b.PID()
+	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	var re *render.Error
+	if !errors.As(err, &re) || re.Reason != "render_failed" {
+		t.Fatalf("err %v, want a render_failed after the retry", err)
+	}
+	if !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("the error %q does not keep the first attempt's cause (the hang)", err)
+	}
+	for _, pid := range []int{first, second} {
+		if left := render.GroupPIDs(pid); len(left) > 0 {
+			t.Errorf("processes of browser %d remain: %v", pid, left)
+			for _, l := range left {
+				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l))
+				t.Log(string(st))
+			}
+		}
+	}
+}
+
+func TestClosingTheBrowserLeavesNoProcessOfIt(t *testing.T) {
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 2})
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){"/": html(`<p>x</p>`)})
+	if _, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	pid := b.PID()
+	if n := len(render.GroupPIDs(pid)); n < 2 {
+		t.Fatalf("the browser's group has %d processes: the group is not the browser's", n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := render.GroupPIDs(pid); len(left) > 0 {
+		t.Errorf("processes remain after Close: %v", left)
+	}
+	if _, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute)); err == nil {
+		t.Error("a render after Close succeeded")
+	}
+}
+
+func TestABrowserOverItsMemoryBoundIsRestartedBetweenPages(t *testing.T) {
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 1, MaxMemoryBytes: 1 << 20})
+	t.Cleanup(func() { _ = b.Close() })
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){"/": html(`<p>x</p>`)})
+	for i := 0; i < 2; i++ {
+		res, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Retried != "" {
+			t.Errorf("render %d was retried (%s): a memory restart waits for the page", i, res.Retried)
+		}
+	}
+	if b.Restarts() != 2 {
+		t.Errorf("restarts %d after two pages over a 1 MiB bound", b.Restarts())
+	}
+}
+
+func TestATabKeptBetweenPagesStartsEachPageWithNothingOfThePreviousOne(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/busy": html(`<!doctype html><body><p>busy page</p><script>setInterval(() => fetch('/poll').catch(() => {}), 50);</script></body>`),
+		"/poll": text("application/json", `{}`),
+		"/calm": html(`<!doctype html><body><p id="p">calm page</p><script>fetch('/data').then(r => r.text()).then(t => { document.getElementById('p').textContent = t; });</script></body>`),
+		"/data": text("text/plain", "calm data"),
+	})
+	if _, err := b.Render(context.Background(), request(t, s, "/busy", render.WaitNetworkIdle, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	polls := s.hits["/poll"].Load()
+	res, err := b.Render(context.Background(), request(t, s, "/calm", render.WaitNetworkIdle, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 1 || !res.WaitMet || !strings.Contains(string(res.HTML), "calm data") || strings.Contains(string(res.HTML), "busy") {
+		t.Errorf("second page in the kept tab: %d requests, wait met %v, DOM:\n%s", res.Requests, res.WaitMet, res.HTML)
+	}
+	if n := s.hits["/poll"].Load() - polls; n != 0 {
+		t.Errorf("the first page's script polled %d more times during the second page", n)
+	}
+}
