@@ -30,9 +30,34 @@ func (s *Source) Path() string { return SourcePath(s.Index) }
 var fingerprintSkip = []string{
 	"discovery_interval", "max_age", "sitemap_limits", "politeness",
 	"orphans", "max_temporary_errors", "auth", "headers", "budget",
-	// Rendering changes no URL's place in the crawl space, and re-judging
-	// refetches nothing: a page is rendered as it next changes.
+	// Rendering changes no URL's place in the crawl space: it has its own
+	// fingerprint (RenderFingerprint), whose change reads pages again.
 	"render",
+}
+
+// RenderFingerprint is a stable hash of how a source renders its pages: its
+// render block and every crawl rule that has one (the rule's match decides
+// which URLs it renders). It is "" when the source renders nothing. It is
+// kept apart from Fingerprint because a change re-judges no URL: it asks
+// for the pages to be read again, rendered or not, since a page whose
+// shell never changes would otherwise keep the document it had.
+func RenderFingerprint(s *Source) string {
+	renders := s.Render.Enabled != nil && *s.Render.Enabled
+	h := sha256.New()
+	h.Write([]byte("crawlspace render fingerprint 1\n"))
+	canon(h, "render", reflect.ValueOf(s.Render), false, nil)
+	for i := range s.CrawlRules {
+		cr := &s.CrawlRules[i]
+		if cr.Render == nil {
+			continue
+		}
+		renders = renders || cr.Render.Enabled != nil && *cr.Render.Enabled
+		canon(h, indexPath("crawl_rules", i), reflect.ValueOf(*cr), false, nil)
+	}
+	if !renders {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Fingerprint is a stable hash of a source's effective (defaulted) config,

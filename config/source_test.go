@@ -126,3 +126,43 @@ func BenchmarkParseEveryKey(b *testing.B) {
 		}
 	}
 }
+
+// The render fingerprint is empty while nothing renders (so upgrading or
+// adding a render block left off reads nothing again), and changes with any
+// rendering setting and with the match of a crawl rule that renders.
+func TestRenderFingerprintIsEmptyUntilSomethingRendersAndChangesWithHowAndWhere(t *testing.T) {
+	render := func(cfg string) string {
+		t.Helper()
+		return RenderFingerprint(&mustParse(t, "c.yaml", cfg).Sources[0])
+	}
+	for name, cfg := range map[string]string{
+		"no render block":         minimal,
+		"rendering left off":      src("render: {enabled: false, wait: load}"),
+		"a rule that renders off": src("crawl_rules: [{match: {path: /app/}, render: {enabled: false}}]"),
+	} {
+		if got := render(cfg); got != "" {
+			t.Errorf("%s: render fingerprint %q, want empty", name, got)
+		}
+	}
+	seen := map[string]string{}
+	for name, cfg := range map[string]string{
+		"on":                    src("render: {enabled: true}"),
+		"on, waiting for load":  src("render: {enabled: true, wait: load}"),
+		"on, longer timeout":    src("render: {enabled: true, timeout: 40s}"),
+		"a rule for /app/":      src("crawl_rules: [{match: {path: /app/}, render: {}}]"),
+		"a rule for /shop/":     src("crawl_rules: [{match: {path: /shop/}, render: {}}]"),
+		"the rule and the rest": src("render: {enabled: true}", "crawl_rules: [{match: {path: /app/}, render: {}}]"),
+	} {
+		got := render(cfg)
+		if got == "" {
+			t.Errorf("%s: render fingerprint empty", name)
+		}
+		if other, ok := seen[got]; ok {
+			t.Errorf("%s and %s have the same render fingerprint", name, other)
+		}
+		seen[got] = name
+		if render(cfg) != got {
+			t.Errorf("%s: render fingerprint not stable", name)
+		}
+	}
+}

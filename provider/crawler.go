@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -314,6 +315,9 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.reapplyIfChanged(); err != nil {
 		return err
 	}
+	if err := c.rereadIfRenderChanged(); err != nil {
+		return err
+	}
 	if err := c.writes.resume(ctx); err != nil {
 		return err
 	}
@@ -377,6 +381,7 @@ const (
 	metaBuilding    = "sink_building" // the sink target whose rebuild was started
 	metaCycleDone   = "cycle_done"    // the last cycle that fetched everything it queued
 	metaFingerprint = "fingerprint/"  // + source name: the config fingerprint last applied
+	metaRender      = "render/"       // + source name: the render fingerprint last applied
 	metaDiscovered  = "discovered/"   // + source name: when its start URLs were last queued
 )
 
@@ -434,6 +439,51 @@ func (c *Crawler) reapplyIfChanged() error {
 	}
 	for _, src := range c.order {
 		if err := c.front.PutMeta(metaFingerprint+src.cfg.Name, []byte(config.Fingerprint(src.cfg))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rereadIfRenderChanged queues again, to be read whole and written whatever
+// they hold, the indexed pages of a source whose rendering changed since it
+// was last applied. The aged check alone would not do: a single-page app's
+// shell seldom changes, so its 304 would keep the empty shell indexed after
+// rendering was turned on, or the rendered DOM after it was turned off.
+// When the source rendered nothing before, only the pages it now renders
+// are read again; otherwise every indexed page of the source, since which
+// ones were rendered is not recorded. Pages are rendered as they are read,
+// so the cost is one reading of those pages, once.
+func (c *Crawler) rereadIfRenderChanged() error {
+	for _, src := range c.order {
+		key := metaRender + src.cfg.Name
+		old, err := c.front.GetMeta(key)
+		if err != nil {
+			return err
+		}
+		now := config.RenderFingerprint(src.cfg)
+		if string(old) == now {
+			continue
+		}
+		var urls []string
+		err = frontier.ForEach(c.front, frontier.Query{Source: src.cfg.Name}, func(r frontier.Record) error {
+			if r.State == frontier.Fetched && r.Indexed && (len(old) > 0 || src.rules.Render(r.URL) != nil) {
+				urls = append(urls, r.URL)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for batch := range slices.Chunk(urls, 4096) {
+			if err := c.front.Refetch(batch); err != nil {
+				return err
+			}
+		}
+		if len(urls) > 0 {
+			c.log.Info("rendering changed: indexed pages are read again", "source", src.cfg.Name, "urls", len(urls))
+		}
+		if err := c.front.PutMeta(key, []byte(now)); err != nil {
 			return err
 		}
 	}

@@ -279,3 +279,69 @@ sources:
 		t.Errorf("the document after a failed render: %+v, want the first version kept", d)
 	}
 }
+
+// TestTurningRenderingOnOrOffReadsTheIndexedPagesAgainThoughTheirShellIsUnchanged
+// crawls a single-page app read as fetched (its documents are the empty
+// shell), then with rendering turned on, then off again. The shell never
+// changes, so an aged check alone would answer 304 and keep each time the
+// document of the setting before: the change of rendering has the indexed
+// pages read again, whole, and each crawl's documents are what its setting
+// makes of them.
+func TestTurningRenderingOnOrOffReadsTheIndexedPagesAgainThoughTheirShellIsUnchanged(t *testing.T) {
+	t.Parallel()
+	browser := chromiumtest.Path(t)
+	esURL := estest.URL(t)
+	index := estest.Index(t)
+	site := newSPASite(t, "")
+	state := t.TempDir()
+	config := func(render string) string {
+		return fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0}
+state_dir: %s
+allow_private_networks: true
+browser: {path: %s, tabs: 1}
+sources:
+  - name: shop
+    start_urls: [%q]
+    max_age: 1ms
+    max_link_depth: 0
+    auth: {method: bearer, token: t0ken}
+    render: {enabled: %s, wait: network_idle, timeout: 30s}
+`, esURL, index, state, browser, site.URL+"/", render)
+	}
+	home := func(step string) string {
+		t.Helper()
+		_, docs := indexed(t, esURL, index, site.URL)
+		d := docs["/"]
+		if d == nil {
+			t.Fatalf("%s: the home page is not in the index", step)
+		}
+		return d.Body
+	}
+
+	crawl(t, crawltest.Config(t, config("false")))
+	if body := home("read as fetched"); strings.Contains(body, "Welcome") || !strings.Contains(body, "Loading") {
+		t.Fatalf("read as fetched, the home page's body is %q, want the shell's", body)
+	}
+
+	time.Sleep(5 * time.Millisecond) // max_age (1ms) passes: the aged check is due
+	on := crawl(t, crawltest.Config(t, config("true")))
+	if body := home("rendering on"); !strings.Contains(body, "Welcome to the lamp catalogue") {
+		t.Errorf("with rendering turned on the home page's body is %q, want what its script builds (report %+v)", body, on.Total)
+	}
+	if on.Total.Updated != 1 {
+		t.Errorf("turning rendering on updated %d documents, want the home page's (report %+v)", on.Total.Updated, on.Total)
+	}
+
+	time.Sleep(5 * time.Millisecond)
+	off := crawl(t, crawltest.Config(t, config("false")))
+	if body := home("rendering off"); strings.Contains(body, "Welcome") {
+		t.Errorf("with rendering turned off again the home page's body is %q, want the shell's (report %+v)", body, off.Total)
+	}
+
+	time.Sleep(5 * time.Millisecond)
+	again := crawl(t, crawltest.Config(t, config("false")))
+	if again.Total.Created+again.Total.Updated+again.Total.Deleted != 0 || again.Total.Unchanged < 1 {
+		t.Errorf("a crawl with rendering unchanged wrote or read whole: %+v", again.Total)
+	}
+}
