@@ -64,13 +64,22 @@ type faultEnv struct {
 func newFaultEnv(t *testing.T, esExtra, srcExtra string) *faultEnv {
 	t.Helper()
 	e := &faultEnv{index: estest.Index(t), site: faultSite(t), proxy: estest.Proxy(t)}
-	e.cfg = crawltest.Config(t, fmt.Sprintf(`
+	config := func(esExtra string) *config.Config {
+		return crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms, bulk_workers: 1%s}
 allow_private_networks: true
 sources:
   - name: s
     start_urls: [%q]
 %s`, e.proxy.URL, e.index, esExtra, e.site.URL+"/", indent(srcExtra, "    ")))
+	}
+	e.cfg = config(esExtra)
+	if strings.Contains(esExtra, "request_timeout") {
+		// The test's short request timeout is for the fault it makes: the
+		// index is created first with the default one, since creating it on
+		// a node busy with other tests can take longer than a second.
+		crawltest.New(t, config(""))
+	}
 	return e
 }
 
