@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -80,5 +81,35 @@ func TestMemWatchReportsTheSessionsLargestAnonymousMemoryUntilTheSessionEnds(t *
 	peak := <-got
 	if peak.Samples == 0 || peak.PeakAnonKB < 32<<10 || peak.PeakRSSKB < peak.PeakAnonKB {
 		t.Errorf("peak %+v: want samples, RssAnon of at least 32 MiB and VmRSS at least that", peak)
+	}
+}
+
+func TestMemWatchCountsWhatTheProcessWroteToDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	// 8 MiB written and synced, then the shell waits to be told to end.
+	cmd := exec.Command("sh", "-c", `head -c 8388608 /dev/zero > "$1"; sync "$1"; echo done; read _`, "sh", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "done\n" {
+		t.Fatalf("the shell did not finish writing: %q %v", buf, err)
+	}
+	got := make(chan MemPeak, 1)
+	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
+	time.Sleep(100 * time.Millisecond)
+	stdin.Close()
+	_ = cmd.Wait()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(path), &fs); err == nil && fs.Type == 0x01021994 {
+		t.Skip("tmpfs: nothing reaches a disk")
+	}
+	// head wrote it, not the shell: the shell's own count is what its
+	// children left behind when they ended (write_bytes counts them).
+	if peak := <-got; peak.WriteBytes < 8<<20 {
+		t.Errorf("write_bytes %d, want the 8 MiB the session wrote", peak.WriteBytes)
 	}
 }

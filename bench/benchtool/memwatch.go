@@ -19,6 +19,10 @@ import (
 type MemPeak struct {
 	PeakAnonKB int64 `json:"peak_anon_kb"`
 	PeakRSSKB  int64 `json:"peak_rss_kb"`
+	// WriteBytes is what the process caused to be written to disk
+	// (write_bytes of /proc/PID/io) by its last sample: the store's write
+	// amplification shows there.
+	WriteBytes int64 `json:"write_bytes"`
 	Samples    int   `json:"samples"`
 }
 
@@ -68,6 +72,7 @@ func watchSession(sid int, every time.Duration, done <-chan struct{}) MemPeak {
 				peaks[pid] = p
 			}
 			p.PeakAnonKB, p.PeakRSSKB = max(p.PeakAnonKB, anon), max(p.PeakRSSKB, rss)
+			p.WriteBytes = max(p.WriteBytes, procWriteBytes(pid))
 			p.Samples++
 		}
 		select {
@@ -138,4 +143,19 @@ func procMem(pid int) (anon, rss int64, ok bool) {
 		}
 	}
 	return anon, rss, ok
+}
+
+// procWriteBytes reads write_bytes from /proc/PID/io (0 when unreadable).
+func procWriteBytes(pid int) int64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

@@ -31,6 +31,8 @@ type Record struct {
 	PeakAnonKB int64 `json:"peak_anon_kb,omitempty"`
 	// StoreBytes is the size of the state directory on disk after the run.
 	StoreBytes int64 `json:"store_bytes,omitempty"`
+	// DiskWriteBytes is what the process wrote to disk (memwatch).
+	DiskWriteBytes int64 `json:"disk_write_bytes,omitempty"`
 	// Site is what the site server answered during the run.
 	Site       SiteStats `json:"site"`
 	SiteCPUSec float64   `json:"site_cpu_s"`
@@ -119,7 +121,7 @@ func runRecord(args []string) error {
 	if *memFile != "" {
 		var m MemPeak
 		if err := readJSON(*memFile, &m); err == nil {
-			r.PeakAnonKB = m.PeakAnonKB
+			r.PeakAnonKB, r.DiskWriteBytes = m.PeakAnonKB, m.WriteBytes
 		}
 	}
 	if *output != "" && !strings.HasPrefix(r.Status, "n/a") {
@@ -200,7 +202,7 @@ func readOutput(r *Record, kind, path string) error {
 		}
 		// The rate is the node's: the loader's own CPU and memory are not the measure.
 		r.Pages, r.Docs, r.WallSec = out.Docs-out.Failed, out.Docs-out.Failed, out.Seconds
-		r.CPUSec, r.MaxRSSKB, r.PeakAnonKB = 0, 0, 0
+		r.CPUSec, r.MaxRSSKB, r.PeakAnonKB, r.DiskWriteBytes = 0, 0, 0, 0
 		if out.Failed > 0 {
 			r.Note = strings.TrimSpace(fmt.Sprintf("%s %d documents rejected", r.Note, out.Failed))
 		}

@@ -351,12 +351,12 @@ func writeTargets(w io.Writer, sums map[string]*summary) {
 func writeRuns(w io.Writer, runs []Record) {
 	fmt.Fprintln(w, "<details><summary>Every run</summary>")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| crawler | run | status | pages | docs | wall s | CPU s | peak RSS MB | peak anon MB | store MB | site 200 / 304 / 404 | site CPU s | ES CPU s | index docs |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| crawler | run | status | pages | docs | wall s | CPU s | peak RSS MB | peak anon MB | store MB | disk written MB | site 200 / 304 / 404 | site CPU s | ES CPU s | index docs |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 	for _, r := range runs {
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %d | %.2f | %.2f | %.0f | %.0f | %.0f | %d / %d / %d | %.2f | %.2f | %d |\n",
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %d | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %d / %d / %d | %.2f | %.2f | %d |\n",
 			r.Crawler, r.Run, r.Status, r.Pages, r.Docs, r.WallSec, r.CPUSec, float64(r.MaxRSSKB)/1024,
-			float64(r.PeakAnonKB)/1024, float64(r.StoreBytes)/(1<<20),
+			float64(r.PeakAnonKB)/1024, float64(r.StoreBytes)/(1<<20), float64(r.DiskWriteBytes)/(1<<20),
 			r.Site.OK, r.Site.NotModified, r.Site.NotFound, r.SiteCPUSec, r.ESCPUSec, r.IndexCount)
 	}
 	fmt.Fprintln(w)
