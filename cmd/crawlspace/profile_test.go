@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -38,5 +40,25 @@ func TestHeapProfileIsRewrittenWhileTheCommandRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("the temporary file was left behind: %v", err)
+	}
+}
+
+func TestGarbageCollectorKeepsTheHeapUnder384MiBUnlessTheEnvironmentSaysOtherwise(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	tuneGC()
+	if got := debug.SetMemoryLimit(-1); got != 384<<20 {
+		t.Errorf("memory limit %d, want 384 MiB", got)
+	}
+	if got := debug.SetGCPercent(400); got != 400 {
+		t.Errorf("GOGC %d, want 400", got)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOMEMLIMIT", "2GiB")
+	tuneGC()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("with GOMEMLIMIT set, tuneGC changed the limit to %d", got)
 	}
 }
