@@ -31,6 +31,10 @@ type File struct {
 	// keeps it pending until then.
 	unsynced []Result
 	err      error // the last failed sync's, returned by the next write
+	// written counts the bytes handed to the file (under mu); dropped is
+	// where the synced bytes already let go of the page cache end (under
+	// syncMu).
+	written, dropped int64
 
 	// The file is synced by a goroutine of its own, every syncEvery, and by
 	// Flush, one sync at a time (syncMu, taken before mu), without holding
@@ -71,8 +75,13 @@ func newFile(path, index string, onResult func(Result), f *os.File, every time.D
 	if onResult == nil {
 		onResult = func(Result) {}
 	}
-	s := &File{path: path, index: index, onResult: onResult, f: f, w: w, enc: json.NewEncoder(w),
+	s := &File{path: path, index: index, onResult: onResult, f: f, w: w,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	// Appending: the file's bytes so far are not this sink's to drop.
+	if st, err := f.Stat(); err == nil {
+		s.dropped = st.Size()
+	}
+	s.enc = json.NewEncoder(countingWriter{w, &s.written})
 	go s.syncLoop(every)
 	return s
 }
@@ -113,7 +122,8 @@ func (s *File) Index(_ context.Context, doc *docfields.Document) error {
 			return err
 		}
 		s.buf = append(doc.AppendJSON(s.buf[:0]), '\n')
-		_, err := s.w.Write(s.buf)
+		n, err := s.w.Write(s.buf)
+		s.written += int64(n)
 		return err
 	})
 }
@@ -154,9 +164,14 @@ func (s *File) sync() error {
 	err := s.w.Flush()
 	acks := s.unsynced
 	s.unsynced = nil
+	end := s.dropped + s.written
 	s.mu.Unlock()
 	if err == nil {
 		err = s.f.Sync()
+	}
+	if err == nil {
+		dropCache(s.f, s.dropped, end)
+		s.dropped = end
 	}
 	if err != nil {
 		// Not known to be durable: the next sync acknowledges them, or none.
@@ -189,4 +204,16 @@ func (s *File) Close(ctx context.Context) error {
 		err = fmt.Errorf("file sink: %w", cerr)
 	}
 	return err
+}
+
+// countingWriter counts what the JSON encoder writes (action lines).
+type countingWriter struct {
+	w *bufio.Writer
+	n *int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	*c.n += int64(n)
+	return n, err
 }

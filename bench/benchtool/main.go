@@ -3,6 +3,8 @@
 //
 //	benchtool mapping                      the index-creation body crawlspace uses (docfields.Mapping)
 //	benchtool bulk -es URL -index I -file F   Elasticsearch's own _bulk rate for F's documents
+//	benchtool condget -url BASE           the bare conditional-GET client: the re-crawl's physical limit
+//	benchtool memwatch -sid PID            peak anonymous memory of a session's largest process
 //	benchtool proccpu PID                  CPU seconds a process has used so far
 //	benchtool escpu -es URL                CPU seconds the Elasticsearch node has used so far
 //	benchtool physical ALIAS               the physical index crawlspace creates behind ALIAS
@@ -25,6 +27,8 @@ import (
 var commands = map[string]func(args []string) error{
 	"mapping":  runMapping,
 	"bulk":     runBulk,
+	"condget":  runCondGet,
+	"memwatch": runMemWatch,
 	"proccpu":  runProcCPU,
 	"escpu":    runESCPU,
 	"physical": runPhysical,

@@ -26,6 +26,13 @@ type Record struct {
 	WallSec  float64 `json:"wall_s"`
 	CPUSec   float64 `json:"cpu_s"`
 	MaxRSSKB int64   `json:"max_rss_kb"`
+	// PeakAnonKB is the process's peak anonymous memory (RssAnon, sampled by
+	// memwatch): MaxRSSKB also counts the store's memory-mapped file pages.
+	PeakAnonKB int64 `json:"peak_anon_kb,omitempty"`
+	// StoreBytes is the size of the state directory on disk after the run.
+	StoreBytes int64 `json:"store_bytes,omitempty"`
+	// DiskWriteBytes is what the process wrote to disk (memwatch).
+	DiskWriteBytes int64 `json:"disk_write_bytes,omitempty"`
 	// Site is what the site server answered during the run.
 	Site       SiteStats `json:"site"`
 	SiteCPUSec float64   `json:"site_cpu_s"`
@@ -58,6 +65,7 @@ const (
 	kindScrapy     = "scrapy"
 	kindWget       = "wget"
 	kindBulk       = "bulk"
+	kindCondGet    = "condget"
 )
 
 func runRecord(args []string) error {
@@ -77,6 +85,8 @@ func runRecord(args []string) error {
 	indexCount := fs.Int64("index-count", 0, "documents in the index after the run")
 	status := fs.String("status", "", "set the status (n/a: why) instead of deriving it")
 	note := fs.String("note", "", "a note for the row")
+	memFile := fs.String("mem", "", "benchtool memwatch's JSON for the run")
+	fs.Int64Var(&r.StoreBytes, "store-bytes", 0, "bytes of the state directory after the run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +116,12 @@ func runRecord(args []string) error {
 			r.WallSec, r.CPUSec, r.MaxRSSKB = t.wall, t.user+t.sys, t.maxRSSKB
 		} else if r.Status == "ok" {
 			return err
+		}
+	}
+	if *memFile != "" {
+		var m MemPeak
+		if err := readJSON(*memFile, &m); err == nil {
+			r.PeakAnonKB, r.DiskWriteBytes = m.PeakAnonKB, m.WriteBytes
 		}
 	}
 	if *output != "" && !strings.HasPrefix(r.Status, "n/a") {
@@ -186,10 +202,18 @@ func readOutput(r *Record, kind, path string) error {
 		}
 		// The rate is the node's: the loader's own CPU and memory are not the measure.
 		r.Pages, r.Docs, r.WallSec = out.Docs-out.Failed, out.Docs-out.Failed, out.Seconds
-		r.CPUSec, r.MaxRSSKB = 0, 0
+		r.CPUSec, r.MaxRSSKB, r.PeakAnonKB, r.DiskWriteBytes = 0, 0, 0, 0
 		if out.Failed > 0 {
 			r.Note = strings.TrimSpace(fmt.Sprintf("%s %d documents rejected", r.Note, out.Failed))
 		}
+	case kindCondGet:
+		var out CondGetResult
+		if err := readJSON(path, &out); err != nil {
+			return err
+		}
+		// The rate and CPU are the checking's, from the first request to the
+		// last answer; reading the list of validators before is not counted.
+		r.Pages, r.WallSec, r.CPUSec = out.NotModified+out.OK, out.Seconds, out.CPUSeconds
 	default:
 		return fmt.Errorf("unknown kind %q", kind)
 	}

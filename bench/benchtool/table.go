@@ -18,8 +18,11 @@ import (
 var rows = []struct{ id, label string }{
 	{"crawlspace-file", "crawlspace → file sink"},
 	{"crawlspace-es", "crawlspace → Elasticsearch"},
+	{"crawlspace-es-pinned", "crawlspace → Elasticsearch, pinned (node on one core, crawler and site on the other)"},
 	{"crawlspace-recrawl", "crawlspace re-crawl, unchanged site (validators)"},
+	{"condget", "bare conditional-GET client, same concurrency (the re-crawl's limit)"},
 	{"es-bulk", "Elasticsearch `_bulk` of the same documents (ceiling)"},
+	{"es-bulk-pinned", "Elasticsearch `_bulk` ceiling, pinned (node on one core, loader on the other)"},
 	{"colly", "colly, plain program"},
 	{"scrapy", "Scrapy"},
 	{"wget", "wget --recursive (fetch-only floor)"},
@@ -37,6 +40,8 @@ type summary struct {
 	rate      float64 // pages per second
 	cpuPer1k  float64 // CPU seconds per 1,000 pages
 	rssMB     float64
+	anonMB    float64
+	storeMB   float64
 	notes     []string
 }
 
@@ -55,7 +60,7 @@ func median(xs []float64) float64 {
 
 func summarise(id, label string, runs []Record, expected int64) *summary {
 	s := &summary{id: id, label: label, runs: runs}
-	var pages, wall, rate, cpu, rss []float64
+	var pages, wall, rate, cpu, rss, anon, store []float64
 	statuses := map[string]int{}
 	var notes []string
 	for _, r := range runs {
@@ -81,8 +86,15 @@ func summarise(id, label string, runs []Record, expected int64) *summary {
 		if r.MaxRSSKB > 0 {
 			rss = append(rss, float64(r.MaxRSSKB)/1024)
 		}
+		if r.PeakAnonKB > 0 {
+			anon = append(anon, float64(r.PeakAnonKB)/1024)
+		}
+		if r.StoreBytes > 0 {
+			store = append(store, float64(r.StoreBytes)/(1<<20))
+		}
 	}
 	s.pages, s.wall, s.rate, s.cpuPer1k, s.rssMB = median(pages), median(wall), median(rate), median(cpu), median(rss)
+	s.anonMB, s.storeMB = median(anon), median(store)
 	for st, n := range statuses {
 		if len(s.ok) > 0 {
 			s.notes = append(s.notes, fmt.Sprintf("%d of %d runs: %s", n, len(runs), st))
@@ -117,7 +129,7 @@ func (s *summary) checkCounts(expected int64) {
 		if off(r.Pages, expected) {
 			flagged = append(flagged, fmt.Sprintf("run %d: %d pages", r.Run, r.Pages))
 		}
-		if s.id == "crawlspace-file" || s.id == "crawlspace-es" {
+		if s.id == "crawlspace-file" || s.id == "crawlspace-es" || s.id == "crawlspace-es-pinned" {
 			if off(r.Docs, r.Pages) {
 				flagged = append(flagged, fmt.Sprintf("run %d: %d documents for %d pages", r.Run, r.Docs, r.Pages))
 			}
@@ -137,19 +149,19 @@ func (s *summary) checkCounts(expected int64) {
 	if n := median(notFound); n > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("site answered %.0f× 404", n))
 	}
-	if s.id == "crawlspace-recrawl" {
+	if s.id == "crawlspace-recrawl" || s.id == "condget" {
 		s.notes = append(s.notes, fmt.Sprintf("site answered %.0f× 304, %.0f× 200", median(notModified), median(ok)))
-	} else if s.id != "es-bulk" {
+	} else if !strings.HasPrefix(s.id, "es-bulk") {
 		if extra := median(ok) - float64(expected); extra > 0.01*float64(expected) {
 			s.notes = append(s.notes, fmt.Sprintf("site served %.0f pages (some more than once)", median(ok)))
 		}
 	}
-	if s.id == "crawlspace-file" || s.id == "crawlspace-es" {
+	if s.id == "crawlspace-file" || strings.HasPrefix(s.id, "crawlspace-es") {
 		if median(robots) == 0 {
 			s.notes = append(s.notes, "robots.txt was never fetched")
 		}
 	}
-	if c := median(esCPU); c > 0 && (s.id == "crawlspace-es" || s.id == "es-bulk") {
+	if c := median(esCPU); c > 0 && (strings.HasPrefix(s.id, "crawlspace-es") || strings.HasPrefix(s.id, "es-bulk")) {
 		s.notes = append(s.notes, fmt.Sprintf("Elasticsearch node CPU %.1f s", c))
 	}
 }
@@ -243,8 +255,8 @@ func writeTable(w io.Writer, title string, header []string, runs []Record, expec
 		fmt.Fprintf(w, "%s  \n", l)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| crawler | unique pages | wall s | pages/s | pages/s ÷ crawlspace | CPU s / 1k pages | CPU/page ÷ crawlspace | peak RSS MB | notes |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| crawler | unique pages | wall s | pages/s | pages/s ÷ crawlspace | CPU s / 1k pages | CPU/page ÷ crawlspace | peak RSS MB | peak anon MB | store MB | notes |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, row := range rows {
 		rs := byID[row.id]
 		if len(rs) == 0 {
@@ -259,20 +271,24 @@ func writeTable(w io.Writer, title string, header []string, runs []Record, expec
 			continue
 		}
 		if len(s.ok) == 0 {
-			fmt.Fprintf(w, "| %s | %s | — | — | — | — | — | — | %s |\n", s.label, s.runs[0].Status, strings.Join(s.notes, "; "))
+			fmt.Fprintf(w, "| %s | %s | — | — | — | — | — | — | — | — | %s |\n", s.label, s.runs[0].Status, strings.Join(s.notes, "; "))
 			continue
 		}
 		rateRatio, cpuRatio := "—", "—"
 		if ref != nil && len(ref.ok) > 0 {
 			rateRatio, cpuRatio = ratio(s.rate, ref.rate), ratio(s.cpuPer1k, ref.cpuPer1k)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.label, num(s.pages, 0), num(s.wall, 1),
-			num(s.rate, 0), rateRatio, num(s.cpuPer1k, 2), cpuRatio, num(s.rssMB, 0), strings.Join(s.notes, "; "))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.label, num(s.pages, 0), num(s.wall, 1),
+			num(s.rate, 0), rateRatio, num(s.cpuPer1k, 2), cpuRatio, num(s.rssMB, 0), num(s.anonMB, 0), num(s.storeMB, 0),
+			strings.Join(s.notes, "; "))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Ratios divide the row's median by crawlspace → file sink's: pages/s above 1× is faster than crawlspace,")
 	fmt.Fprintln(w, "CPU/page above 1× spends more CPU per page than crawlspace. CPU and peak RSS are the crawler process's")
-	fmt.Fprintln(w, "(GNU time -v), not the site server's (in the run details) or Elasticsearch's (in the notes).")
+	fmt.Fprintln(w, "(GNU time -v), not the site server's (in the run details) or Elasticsearch's (in the notes); peak RSS")
+	fmt.Fprintln(w, "counts the store's memory-mapped pages, peak anon (RssAnon, sampled) what the process holds itself.")
+	fmt.Fprintln(w, "Store MB is the state directory on disk after the run. The bare client's and the `_bulk` rows' CPU")
+	fmt.Fprintln(w, "and time are from their first request to their last answer.")
 	fmt.Fprintln(w)
 	writeTargets(w, sums)
 	writeRuns(w, runs)
@@ -281,7 +297,7 @@ func writeTable(w io.Writer, title string, header []string, runs []Record, expec
 func okSummary(s *summary) bool { return s != nil && len(s.ok) > 0 && !math.IsNaN(s.rate) }
 
 func writeTargets(w io.Writer, sums map[string]*summary) {
-	fmt.Fprintln(w, "### Targets of issue 7")
+	fmt.Fprintln(w, "### Targets (issues 7 and 20)")
 	fmt.Fprintln(w)
 	verdict := func(ok bool) string {
 		if ok {
@@ -305,7 +321,20 @@ func writeTargets(w io.Writer, sums map[string]*summary) {
 	} else {
 		fmt.Fprintln(w, "- crawlspace → Elasticsearch vs `_bulk`: not measured (a row has no successful run)")
 	}
-	re := sums["crawlspace-recrawl"]
+	esp, bulkp := sums["crawlspace-es-pinned"], sums["es-bulk-pinned"]
+	if okSummary(esp) && okSummary(bulkp) {
+		share := esp.rate / bulkp.rate
+		fmt.Fprintf(w, "- crawlspace → Elasticsearch, pinned: %.0f%% of the node's own `_bulk` rate under the same pinning (target ≥ 90%%) %s\n",
+			100*share, verdict(share >= 0.9))
+	} else if esp != nil || bulkp != nil {
+		fmt.Fprintln(w, "- crawlspace → Elasticsearch vs `_bulk`, pinned: not measured (a row has no successful run)")
+	}
+	re, cg := sums["crawlspace-recrawl"], sums["condget"]
+	if okSummary(re) && okSummary(cg) {
+		share := re.rate / cg.rate
+		fmt.Fprintf(w, "- unchanged re-crawl: %.0f%% of the bare conditional-GET client's rate, with its durable updates (target ≥ 60%%) %s\n",
+			100*share, verdict(share >= 0.6))
+	}
 	switch {
 	case okSummary(re) && okSummary(cs):
 		speedup := cs.wall / re.wall
@@ -322,11 +351,12 @@ func writeTargets(w io.Writer, sums map[string]*summary) {
 func writeRuns(w io.Writer, runs []Record) {
 	fmt.Fprintln(w, "<details><summary>Every run</summary>")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| crawler | run | status | pages | docs | wall s | CPU s | peak RSS MB | site 200 / 304 / 404 | site CPU s | ES CPU s | index docs |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| crawler | run | status | pages | docs | wall s | CPU s | peak RSS MB | peak anon MB | store MB | disk written MB | site 200 / 304 / 404 | site CPU s | ES CPU s | index docs |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 	for _, r := range runs {
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %d | %.2f | %.2f | %.0f | %d / %d / %d | %.2f | %.2f | %d |\n",
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %d | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %d / %d / %d | %.2f | %.2f | %d |\n",
 			r.Crawler, r.Run, r.Status, r.Pages, r.Docs, r.WallSec, r.CPUSec, float64(r.MaxRSSKB)/1024,
+			float64(r.PeakAnonKB)/1024, float64(r.StoreBytes)/(1<<20), float64(r.DiskWriteBytes)/(1<<20),
 			r.Site.OK, r.Site.NotModified, r.Site.NotFound, r.SiteCPUSec, r.ESCPUSec, r.IndexCount)
 	}
 	fmt.Fprintln(w)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -34,6 +35,12 @@ func (st *Stats) MarshalJSON() ([]byte, error) {
 // find it; requests to it are not counted.
 const StatsPath = "/_bench/stats"
 
+// ValidatorsPath lists every page as "path?query TAB ETag TAB Last-Modified",
+// one a line: what a crawler that has seen the site keeps of it, so the bare
+// conditional-GET client (benchtool condget) can check every page as the
+// re-crawl does without crawling first. Not linked and not counted either.
+const ValidatorsPath = "/_bench/validators"
+
 const robotsTxt = "User-agent: *\nAllow: /\n"
 
 // Handler serves the site with validators: every page has a strong ETag and
@@ -57,6 +64,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case StatsPath:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&h.Stats)
+		return
+	case ValidatorsPath:
+		h.writeValidators(w)
 		return
 	case "/robots.txt":
 		h.Stats.Robots.Add(1)
@@ -116,4 +126,22 @@ func notModified(r *http.Request, etag string, mod time.Time) bool {
 		return err == nil && !mod.After(t)
 	}
 	return false
+}
+
+func (h *Handler) writeValidators(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var line []byte
+	for i := range h.Site.N {
+		line = h.Site.AppendURL(line[:0], i)
+		line = append(line, '\t')
+		line = append(line, h.Site.ETag(i)...)
+		line = append(line, '\t')
+		line = h.Site.LastModified(i).AppendFormat(line, http.TimeFormat)
+		line = append(line, '\n')
+		if _, err := bw.Write(line); err != nil {
+			return
+		}
+	}
+	_ = bw.Flush()
 }

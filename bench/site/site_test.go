@@ -181,6 +181,43 @@ func TestServerAnswersConditionalRequestsWith304AndCountsThem(t *testing.T) {
 	}
 }
 
+func TestValidatorsListEveryPageWithValidatorsTheServerAnswers304To(t *testing.T) {
+	h := NewHandler(NewSite(50, 1))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL + ValidatorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) != h.Site.N {
+		t.Fatalf("%d lines, want one per page (%d)", len(lines), h.Site.N)
+	}
+	for i, line := range lines {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 || f[0] != h.Site.URL(i) {
+			t.Fatalf("line %d: %q, want page %d's URL, ETag and date", i, line, i)
+		}
+		for _, hdr := range [][2]string{{"If-None-Match", f[1]}, {"If-Modified-Since", f[2]}} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+f[0], nil)
+			req.Header.Set(hdr[0], hdr[1])
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusNotModified {
+				t.Fatalf("%s with %s %s: %d, want 304", f[0], hdr[0], hdr[1], res.StatusCode)
+			}
+		}
+	}
+	if n := h.Stats.OK.Load() + h.Stats.Other.Load() + h.Stats.NotFound.Load(); n != 0 {
+		t.Errorf("the list counted as %d answers, want none (the stats are the crawlers')", n)
+	}
+}
+
 func BenchmarkAppendPage(b *testing.B) {
 	s := NewSite(10000, 1)
 	var buf []byte

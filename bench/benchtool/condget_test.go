@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
+	// Three pages; the site has changed /b since its validators were listed.
+	var bothHeaders, requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_bench/validators" {
+			for _, p := range []string{"/a", "/b", "/c?id=3"} {
+				fmt.Fprintf(w, "%s\t\"v-%s\"\tMon, 01 Jan 2024 00:00:00 GMT\n", p, strings.TrimPrefix(p, "/"))
+			}
+			return
+		}
+		requests.Add(1)
+		if r.Header.Get("If-Modified-Since") != "" && r.Header.Get("If-None-Match") != "" {
+			bothHeaders.Add(1)
+		}
+		want := `"v-` + strings.TrimPrefix(r.URL.RequestURI(), "/") + `"`
+		if r.URL.Path != "/b" && r.Header.Get("If-None-Match") == want {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write([]byte("<html>changed</html>"))
+	}))
+	defer srv.Close()
+	res, err := condGet(srv.URL, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 3 || res.NotModified != 2 || res.OK != 1 || res.Other != 0 {
+		t.Errorf("result %+v: want 3 requests, 2 answered 304 and 1 (the changed page) 200", res)
+	}
+	if requests.Load() != 3 || bothHeaders.Load() != 3 {
+		t.Errorf("the site saw %d requests, %d with both validators: want each page once, with both", requests.Load(), bothHeaders.Load())
+	}
+	if res.Seconds <= 0 || res.Rate <= 0 {
+		t.Errorf("result %+v has no time or rate", res)
+	}
+}
+
+func TestCondGetFailsOnASiteWithoutAListOfValidators(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	if _, err := condGet(srv.URL, 2); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("condGet against a site with no list: %v, want the 404", err)
+	}
+}
+
+func TestMemWatchReportsTheSessionsLargestAnonymousMemoryUntilTheSessionEnds(t *testing.T) {
+	// A shell in a session of its own holds a 32 MB string, then waits to be
+	// told to end; its peak must show 32 MB of anonymous memory or more.
+	cmd := exec.Command("sh", "-c", `x=$(head -c 33554432 /dev/zero | tr '\0' a); echo held; read _; echo ${#x}`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("the shell did not say it holds the string: %q %v", buf, err)
+	}
+	got := make(chan MemPeak, 1)
+	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
+	// Let it sample a while: the session ends only once it is told to.
+	time.Sleep(200 * time.Millisecond)
+	stdin.Close()
+	_ = cmd.Wait()
+	peak := <-got
+	if peak.Samples == 0 || peak.PeakAnonKB < 32<<10 || peak.PeakRSSKB < peak.PeakAnonKB {
+		t.Errorf("peak %+v: want samples, RssAnon of at least 32 MiB and VmRSS at least that", peak)
+	}
+}
+
+func TestMemWatchCountsWhatTheProcessWroteToDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	// 8 MiB written and synced, then the shell waits to be told to end.
+	cmd := exec.Command("sh", "-c", `head -c 8388608 /dev/zero > "$1"; sync "$1"; echo done; read _`, "sh", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "done\n" {
+		t.Fatalf("the shell did not finish writing: %q %v", buf, err)
+	}
+	got := make(chan MemPeak, 1)
+	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
+	time.Sleep(100 * time.Millisecond)
+	stdin.Close()
+	_ = cmd.Wait()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(path), &fs); err == nil && fs.Type == 0x01021994 {
+		t.Skip("tmpfs: nothing reaches a disk")
+	}
+	// head wrote it, not the shell: the shell's own count is what its
+	// children left behind when they ended (write_bytes counts them).
+	if peak := <-got; peak.WriteBytes < 8<<20 {
+		t.Errorf("write_bytes %d, want the 8 MiB the session wrote", peak.WriteBytes)
+	}
+}
