@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,16 @@ type ownership struct {
 	// as last written, and until when Next may lease from its hosts.
 	held map[int]*heldPart
 	view View
+	// started says a round succeeded: leases naming this node are no
+	// longer its previous run's.
+	started bool
+	// takenOver are partitions of dead processes whose unacknowledged
+	// writes are still to be queued again.
+	takenOver []int
+	// usableUntil is held's usable times, published whole after each
+	// change: the scheduler reads it under its own lock, which must never
+	// wait for mu (tick holds mu while it calls the scheduler).
+	usableUntil atomic.Pointer[map[int]time.Time]
 }
 
 type heldPart struct {
@@ -82,20 +93,37 @@ func (o *ownership) run() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(o.s.ctx, o.s.ttl/3)
+		// Up to half the TTL: a slow node makes late renewals, never
+		// lost ones.
+		ctx, cancel := context.WithTimeout(o.s.ctx, o.s.ttl/2)
 		// A failed round is retried at the next tick; the partitions stay
 		// usable until their margin runs out.
-		_ = o.tick(ctx)
+		if err := o.tick(ctx); err != nil && o.s.ctx.Err() == nil {
+			o.s.log.Warn("cluster round failed", "err", err)
+		}
 		cancel()
 	}
 }
 
 // usable says whether Next may lease from part's hosts now.
 func (o *ownership) usable(part int, now time.Time) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	h := o.held[part]
-	return h != nil && !h.draining && now.Before(h.usable)
+	m := o.usableUntil.Load()
+	if m == nil {
+		return false
+	}
+	until, ok := (*m)[part]
+	return ok && now.Before(until)
+}
+
+// publishLocked publishes the usable times of held.
+func (o *ownership) publishLocked() {
+	m := make(map[int]time.Time, len(o.held))
+	for p, h := range o.held {
+		if !h.draining {
+			m[p] = h.usable
+		}
+	}
+	o.usableUntil.Store(&m)
 }
 
 // Parts lists the partitions this process holds.
@@ -148,6 +176,7 @@ func (o *ownership) tick(ctx context.Context) error {
 	leases := make([]*seen, s.parts)
 	view := View{At: now, Holders: make([]string, s.parts)}
 	alive := 0
+	living := map[string]bool{}
 	for _, h := range ans.Hits.Hits {
 		switch h.Source.Type {
 		case "cycle":
@@ -162,6 +191,7 @@ func (o *ownership) tick(ctx context.Context) error {
 			m.Alive = now.Sub(m.Heartbeat) < s.ttl
 			if m.Alive {
 				alive++
+				living[m.Node] = true
 			}
 			view.Members = append(view.Members, m)
 		}
@@ -180,13 +210,27 @@ func (o *ownership) tick(ctx context.Context) error {
 	expires := now.Add(s.ttl).UnixNano()
 	o.mu.Lock()
 	active := 0
+	var adopted, adoptedOver []int
+	for p, l := range leases {
+		// Only this node writes its name into a lease: one that names it
+		// is its own, though the answer to the write was lost (a round
+		// that timed out), or its previous run's.
+		if l != nil && l.doc.Holder == s.node && o.held[p] == nil {
+			o.held[p] = &heldPart{seq: l.seq, term: l.term}
+			adopted = append(adopted, p)
+			if !o.started {
+				adoptedOver = append(adoptedOver, p)
+			}
+		}
+	}
 	for p, h := range o.held {
-		if l := leases[p]; l == nil || l.doc.Holder != s.node || l.seq != h.seq || l.term != h.term {
+		if l := leases[p]; l == nil || l.doc.Holder != s.node {
 			// Someone else wrote it: it is theirs.
 			delete(o.held, p)
 			s.sched.dropPart(p)
 			continue
 		}
+		h.seq, h.term = leases[p].seq, leases[p].term
 		if !h.draining {
 			active++
 		}
@@ -208,6 +252,7 @@ func (o *ownership) tick(ctx context.Context) error {
 		}
 		active = share
 	}
+	o.publishLocked()
 	for p, h := range o.held {
 		if h.draining && s.sched.inFlight(p) == 0 {
 			body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": h.seq, "if_primary_term": h.term}})
@@ -234,14 +279,18 @@ func (o *ownership) tick(ctx context.Context) error {
 			switch {
 			case l == nil:
 				body.line(map[string]any{"create": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p)}})
-			case l.doc.Holder == "" || l.doc.Expires < now.UnixNano() || l.doc.Holder == s.node:
-				// Free, expired, or held by this node's previous run.
+			case l.doc.Holder == "" || l.doc.Expires < now.UnixNano():
+				// Free or expired.
 				body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": l.seq, "if_primary_term": l.term}})
 			default:
 				continue
 			}
 			body.line(leaseDoc{Type: "lease", Part: p, Holder: s.node, Expires: expires})
-			ops = append(ops, op{part: p, kind: "take", takeover: l != nil && l.doc.Holder != "" && !l.doc.Released})
+			// A holder that still beats only renewed late: it sees its
+			// writes acknowledged itself. One that is gone (or this node's
+			// previous run) left them to the next holder.
+			dead := l != nil && l.doc.Holder != "" && !l.doc.Released && !living[l.doc.Holder]
+			ops = append(ops, op{part: p, kind: "take", takeover: dead})
 			want--
 		}
 	}
@@ -290,17 +339,33 @@ func (o *ownership) tick(ctx context.Context) error {
 		}
 	}
 	o.view = view
+	o.publishLocked()
 	o.mu.Unlock()
-	if len(takenOver) > 0 {
-		// The partitions of a process taken for dead: the pages whose
-		// document it had not yet seen acknowledged are fetched and
-		// written again by this one.
-		if err := s.requeuePending(ctx, takenOver); err != nil {
-			return err
+	o.mu.Lock()
+	o.started = true
+	taken = append(taken, adopted...)
+	takenOver = append(takenOver, adoptedOver...)
+	o.takenOver = append(o.takenOver, takenOver...)
+	retry := o.takenOver
+	o.mu.Unlock()
+	if len(taken) > 0 || len(retry) > 0 {
+		// What the last holder stored is searchable before the first read.
+		err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_refresh", nil, nil)
+		if err == nil && len(retry) > 0 {
+			// The partitions of a process taken for dead: the pages whose
+			// document it had not yet seen acknowledged are fetched and
+			// written again by this one (tried again at the next round
+			// until done).
+			if err = s.requeuePending(ctx, retry); err == nil {
+				o.mu.Lock()
+				o.takenOver = o.takenOver[len(retry):]
+				o.mu.Unlock()
+			}
 		}
-	}
-	if len(taken) > 0 {
 		s.sched.addParts(taken)
+		if err != nil {
+			return &Error{Op: "take over partitions", Err: err}
+		}
 	}
 	return nil
 }
@@ -356,6 +421,7 @@ func (o *ownership) releaseAll(ctx context.Context) error {
 		body.line(leaseDoc{Type: "lease", Part: p, Released: true})
 	}
 	o.held = map[int]*heldPart{}
+	o.publishLocked()
 	o.mu.Unlock()
 	body.line(map[string]any{"delete": map[string]any{"_index": s.meta, "_id": "member-" + s.node}})
 	if _, err := s.bulk(ctx, body.Bytes(), "true"); err != nil {

@@ -32,6 +32,10 @@ const (
 	minLoadGap = 100 * time.Millisecond
 	// idleCheckGap spaces the whole-cluster checks of an idle process.
 	idleCheckGap = 500 * time.Millisecond
+	// recentKeep is how long a stored outcome may stay unsearchable: the
+	// URL index refreshes every second (refreshInterval), with a margin
+	// for a busy node.
+	recentKeep = 5 * time.Second
 	// maxBatch bounds the outcomes of one write.
 	maxBatch = 256
 )
@@ -68,9 +72,10 @@ type scheduler struct {
 	// this process (as the embedded store holds them until the next cycle).
 	held map[string]bool
 	// loads counts the reads started; recent maps a URL whose outcome was
-	// stored to the read under way then, whose answer may predate it.
+	// stored to when, for recentKeep: a read may not see it until the
+	// index's next refresh.
 	loads  int
-	recent map[string]int
+	recent map[string]time.Time
 	wake   chan struct{}
 	loadq  chan struct{}
 	out    chan *completion
@@ -89,7 +94,7 @@ type scheduler struct {
 
 func newScheduler(s *Store) *scheduler {
 	return &scheduler{s: s, hosts: map[string]*host{}, parts: map[int]bool{}, leases: map[string]*lease{},
-		held: map[string]bool{}, recent: map[string]int{}, wake: make(chan struct{}, 1),
+		held: map[string]bool{}, recent: map[string]time.Time{}, wake: make(chan struct{}, 1),
 		loadq: make(chan struct{}, 1), out: make(chan *completion, maxBatch)}
 }
 
@@ -312,7 +317,7 @@ func (q *scheduler) load() {
 		ctx, cancel := context.WithTimeout(s.ctx, s.ttl)
 		if err := q.loadOnce(ctx); err != nil && s.ctx.Err() == nil {
 			// Read again at the next tick: nothing is lost meanwhile.
-			_ = err
+			s.log.Warn("cannot read the due URLs", "err", err)
 		}
 		cancel()
 		select {
@@ -338,7 +343,6 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 		skip = append(skip, u)
 	}
 	q.loads++
-	n := q.loads
 	q.mu.Unlock()
 	if len(parts) == 0 {
 		return nil
@@ -396,15 +400,15 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			if q.leases[d.URL] != nil || q.held[d.URL] {
 				continue
 			}
-			if m, ok := q.recent[d.URL]; ok && m >= n {
-				continue // stored after this read began: the answer is stale
+			if _, ok := q.recent[d.URL]; ok {
+				continue // stored since the index's last refresh, maybe: the answer may be stale
 			}
 			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm})
 		}
 		h.more = b.DocCount > len(b.Due.Hits.Hits)
 	}
-	for u, m := range q.recent {
-		if m < n {
+	for u, at := range q.recent {
+		if now := s.now(); now.Sub(at) > recentKeep {
 			delete(q.recent, u)
 		}
 	}
@@ -595,7 +599,7 @@ func (q *scheduler) finish(c *completion, err error) {
 	if err != nil {
 		q.held[u] = true
 	} else {
-		q.recent[u] = q.loads
+		q.recent[u] = q.s.now()
 	}
 	if c.o.Found != nil && len(c.o.Found.Links) > 0 {
 		q.askLoad()
@@ -714,7 +718,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		recs.line(map[string]any{"doc": docFields(&d)})
 	}
 	err = s.retry(ctx, func() (err error) {
-		items, err = s.bulk(ctx, recs.Bytes(), "wait_for")
+		items, err = s.bulk(ctx, recs.Bytes(), "")
 		return err
 	})
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,6 +61,12 @@ type Options struct {
 	Policy func(hostKey string) frontier.HostPolicy
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ReadOnly opens the indices of an existing crawl for reading only
+	// (status): no partition is taken, no change is made.
+	ReadOnly bool
+	// Log hears of the failures the store retries by itself; nil
+	// discards them.
+	Log *slog.Logger
 	// Shards and Replicas of the URL index when it is created; zero
 	// means 1 shard, and Replicas nil leaves the cluster's default.
 	Shards   int
@@ -71,6 +78,9 @@ const (
 	DefaultPartitions = 64
 	DefaultLeaseTTL   = 30 * time.Second
 )
+
+// refreshInterval is the URL index's; recentKeep depends on it.
+const refreshInterval = "1s"
 
 // Store is the Elasticsearch frontier. Its methods are safe for concurrent use.
 type Store struct {
@@ -88,6 +98,7 @@ type Store struct {
 	sent     atomic.Int64 // bytes sent
 	received atomic.Int64 // bytes received
 
+	log   *slog.Logger
 	sched *scheduler
 	own   *ownership
 
@@ -115,6 +126,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if opt.LeaseTTL <= 0 {
 		opt.LeaseTTL = DefaultLeaseTTL
 	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -122,8 +136,11 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		opt.Policy = func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 2} }
 	}
 	s := &Store{es: opt.Client, urls: opt.Prefix + "-urls", links: opt.Prefix + "-links", meta: opt.Prefix + "-meta",
-		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, policy: opt.Policy, now: opt.Now,
+		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, policy: opt.Policy, now: opt.Now, log: opt.Log,
 		seen: map[uint64]struct{}{}}
+	if opt.ReadOnly {
+		return s.openReadOnly(ctx)
+	}
 	if err := s.ensureIndices(ctx, opt.Shards, opt.Replicas); err != nil {
 		return nil, err
 	}
@@ -348,7 +365,9 @@ func (s *Store) do(ctx context.Context, method, path string, body any, out any) 
 }
 
 func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) error {
-	settings := map[string]any{}
+	// Outcomes are written without waiting for a refresh: the scheduler
+	// keeps what it stored in the last recentKeep out of its reads.
+	settings := map[string]any{"refresh_interval": refreshInterval}
 	if shards > 0 {
 		settings["number_of_shards"] = shards
 	}

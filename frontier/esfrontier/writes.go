@@ -100,7 +100,7 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 			b.line(d)
 			sent = append(sent, i)
 		}
-		items, err := s.bulk(ctx, b.Bytes(), "true")
+		items, err := s.bulk(ctx, b.Bytes(), "")
 		if err != nil {
 			return recs, changed, errs, &Error{Op: "write records", Err: err}
 		}
