@@ -35,14 +35,14 @@ const (
 	clusterPages = 40 // per host
 )
 
-func newClusterSites(t *testing.T) []*clusterSite {
+func newClusterSites(t *testing.T, hosts, pages int, delay time.Duration) []*clusterSite {
 	t.Helper()
-	sites := make([]*clusterSite, clusterHosts)
+	sites := make([]*clusterSite, hosts)
 	for i := range sites {
 		sites[i] = &clusterSite{fetches: map[string]int{}}
 	}
 	for i, s := range sites {
-		next := sites[(i+1)%clusterHosts]
+		next := sites[(i+1)%hosts]
 		s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/robots.txt" {
 				http.NotFound(w, r)
@@ -60,12 +60,11 @@ func newClusterSites(t *testing.T) []*clusterSite {
 				http.NotFound(w, r)
 				return
 			}
-			// Slow enough that a kill lands mid-crawl.
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(delay)
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			fmt.Fprintf(w, "<html><head><title>%s page %d</title></head><body><p>Page %d of host %d.</p>", r.Host, p, p, i)
 			for _, q := range []int{2*p + 1, 2*p + 2} {
-				if q < clusterPages {
+				if q < pages {
 					fmt.Fprintf(w, `<a href="%s">p%d</a> `, pagePath(q), q)
 				}
 			}
@@ -112,7 +111,8 @@ func startCommand(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 
 func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnotherJoinsLate(t *testing.T) {
 	t.Parallel()
-	sites := newClusterSites(t)
+	// Slow enough that a kill lands mid-crawl.
+	sites := newClusterSites(t, clusterHosts, clusterPages, 30*time.Millisecond)
 	name := estest.Index(t)
 	var starts []string
 	for _, s := range sites {

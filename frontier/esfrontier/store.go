@@ -181,6 +181,8 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err = s.own.releaseAll(ctx)
+		c := s.Cost()
+		s.log.Info("state store requests", "node", s.node, "requests", c.Requests, "bytes_sent", c.BytesSent, "bytes_received", c.BytesReceived)
 	})
 	return err
 }
