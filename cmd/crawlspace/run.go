@@ -58,6 +58,9 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		}
 		metrics := monitor.NewMetrics(buildVersion(), names)
 		metrics.WatchFrontier(states, c.Store())
+		if cl := c.Cluster(); cl != nil {
+			metrics.WatchCluster(cl)
+		}
 		c.SetObserver(metrics)
 		status = monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
 		addr, err := status.Start(cfg.MetricsAddr)
