@@ -24,15 +24,10 @@ func (s *Store) openReadOnly(ctx context.Context) (*Store, error) {
 	if err != nil {
 		return nil, &Error{Op: "read " + s.urls, Err: err}
 	}
-	c, err := s.readCycle(ctx)
-	if err != nil {
+	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
-	s.cycle.Store(c)
-	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.sched = newScheduler(s)
 	s.sched.closed = true
-	s.own = newOwnership(s)
 	if err := s.own.look(ctx); err != nil {
 		return nil, err
 	}

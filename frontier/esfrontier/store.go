@@ -147,14 +147,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := s.checkPartitions(ctx); err != nil {
 		return nil, err
 	}
-	c, err := s.readCycle(ctx)
-	if err != nil {
+	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
-	s.cycle.Store(c)
-	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.sched = newScheduler(s)
-	s.own = newOwnership(s)
 	if err := s.own.waitForNamesake(ctx); err != nil {
 		s.stop()
 		return nil, err
@@ -168,6 +163,19 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	go s.sched.load()
 	go s.sched.complete()
 	return s, nil
+}
+
+// start reads the cycle and builds the scheduler and the ownership.
+func (s *Store) start(ctx context.Context) error {
+	c, err := s.readCycle(ctx)
+	if err != nil {
+		return err
+	}
+	s.cycle.Store(c)
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.sched = newScheduler(s)
+	s.own = newOwnership(s)
+	return nil
 }
 
 // Close stops scheduling, stores the outcomes already handed over and

@@ -165,10 +165,29 @@ func (s *Store) Scan(q frontier.Query) ([]frontier.Record, string, error) {
 		}
 		filter = append(filter, map[string]any{"terms": map[string]any{"state": st}})
 	}
+	recs, err := s.page(filter, q.After)
+	if err != nil {
+		return nil, "", &Error{Op: "scan records", Err: err}
+	}
+	for i := range recs {
+		if recs[i].State == frontier.Waiting && s.leased(recs[i].URL) {
+			recs[i].State = frontier.InFlight
+		}
+	}
+	next := ""
+	if len(recs) == pageSize {
+		next = recs[len(recs)-1].URL
+	}
+	return recs, next, nil
+}
+
+// page reads the next pageSize records filter selects after the URL
+// after, in URL order.
+func (s *Store) page(filter []any, after string) ([]frontier.Record, error) {
 	body := map[string]any{"size": pageSize, "sort": []any{map[string]any{"url": "asc"}},
 		"query": map[string]any{"bool": map[string]any{"filter": filter}}}
-	if q.After != "" {
-		body["search_after"] = []string{q.After}
+	if after != "" {
+		body["search_after"] = []string{after}
 	}
 	var ans struct {
 		Hits struct {
@@ -178,21 +197,13 @@ func (s *Store) Scan(q frontier.Query) ([]frontier.Record, string, error) {
 		} `json:"hits"`
 	}
 	if err := s.do(context.Background(), http.MethodPost, "/"+s.urls+"/_search", body, &ans); err != nil {
-		return nil, "", &Error{Op: "scan records", Err: err}
+		return nil, err
 	}
-	out := make([]frontier.Record, 0, len(ans.Hits.Hits))
+	out := make([]frontier.Record, len(ans.Hits.Hits))
 	for i := range ans.Hits.Hits {
-		r := ans.Hits.Hits[i].Source.record()
-		if r.State == frontier.Waiting && s.leased(r.URL) {
-			r.State = frontier.InFlight
-		}
-		out = append(out, r)
+		out[i] = ans.Hits.Hits[i].Source.record()
 	}
-	next := ""
-	if len(out) == pageSize {
-		next = out[len(out)-1].URL
-	}
-	return out, next, nil
+	return out, nil
 }
 
 // sweep walks the records q selects a page at a time and applies fn to
@@ -249,29 +260,17 @@ func (s *Store) Pending() ([]frontier.Record, error) {
 		return nil, nil
 	}
 	var out []frontier.Record
+	filter := []any{
+		map[string]any{"terms": map[string]any{"pending": []string{frontier.PendingIndex, frontier.PendingDelete}}},
+		map[string]any{"terms": map[string]any{"part": parts}}}
 	after := ""
 	for {
-		body := map[string]any{"size": pageSize, "sort": []any{map[string]any{"url": "asc"}},
-			"query": map[string]any{"bool": map[string]any{"filter": []any{
-				map[string]any{"terms": map[string]any{"pending": []string{frontier.PendingIndex, frontier.PendingDelete}}},
-				map[string]any{"terms": map[string]any{"part": parts}}}}}}
-		if after != "" {
-			body["search_after"] = []string{after}
-		}
-		var ans struct {
-			Hits struct {
-				Hits []struct {
-					Source doc `json:"_source"`
-				} `json:"hits"`
-			} `json:"hits"`
-		}
-		if err := s.do(context.Background(), http.MethodPost, "/"+s.urls+"/_search", body, &ans); err != nil {
+		recs, err := s.page(filter, after)
+		if err != nil {
 			return nil, &Error{Op: "list pending writes", Err: err}
 		}
-		for i := range ans.Hits.Hits {
-			out = append(out, ans.Hits.Hits[i].Source.record())
-		}
-		if len(ans.Hits.Hits) < pageSize {
+		out = append(out, recs...)
+		if len(recs) < pageSize {
 			return out, nil
 		}
 		after = out[len(out)-1].URL
