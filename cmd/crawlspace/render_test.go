@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -99,22 +97,7 @@ sources:
     render: {enabled: true, timeout: 10m}
 `, filepath.Join(tmp, "docs.ndjson"), browser, site.URL+"/"))
 
-			child := exec.Command(os.Args[0], "-test.run=^TestSignalChild$", "-test.count=1")
-			child.Env = append(os.Environ(), signalChildEnv+"=crawl\n-config\n"+path, "TMPDIR="+tmp)
-			var stderr lockedBuffer
-			child.Stderr, child.Stdout = &stderr, io.Discard
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan struct{})
-			go func() {
-				child.Wait()
-				close(exited)
-			}()
-			t.Cleanup(func() {
-				child.Process.Kill()
-				<-exited
-			})
+			child, stderr, exited := startChild(t, "crawl\n-config\n"+path, "TMPDIR="+tmp)
 			select {
 			case <-rendering:
 			case <-exited:

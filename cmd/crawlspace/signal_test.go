@@ -88,22 +88,7 @@ sources:
     start_urls: [%q]
 `, proxy.URL, index, site.URL+"/"))
 
-	child := exec.Command(os.Args[0], "-test.run=^TestSignalChild$", "-test.count=1")
-	child.Env = append(os.Environ(), signalChildEnv+"="+command+"\n-config\n"+path)
-	var stderr lockedBuffer
-	child.Stderr, child.Stdout = &stderr, io.Discard
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		child.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		child.Process.Kill()
-		<-exited
-	})
+	child, stderr, exited := startChild(t, command+"\n-config\n"+path)
 
 	ctx, cancel := context.WithTimeout(context.Background(), signalGuard)
 	defer cancel()
@@ -184,4 +169,28 @@ sources:
 			t.Errorf("%s is not in the index after the next crawl", u)
 		}
 	}
+}
+
+// startChild runs this test binary as crawlspace with args (one per line)
+// through TestSignalChild, with env added; exited is closed once it has
+// ended, and a child still running at cleanup is killed.
+func startChild(t *testing.T, args string, env ...string) (child *exec.Cmd, stderr *lockedBuffer, exited <-chan struct{}) {
+	t.Helper()
+	child = exec.Command(os.Args[0], "-test.run=^TestSignalChild$", "-test.count=1")
+	child.Env = append(append(os.Environ(), signalChildEnv+"="+args), env...)
+	stderr = &lockedBuffer{}
+	child.Stderr, child.Stdout = stderr, io.Discard
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		child.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		child.Process.Kill()
+		<-done
+	})
+	return child, stderr, done
 }
