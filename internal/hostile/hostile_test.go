@@ -133,22 +133,41 @@ func TestRedirectsLeadThroughEveryHopToTheTargetOrRoundForever(t *testing.T) {
 }
 
 func TestDripSendsItsHeadAtOnceThenOneByteAtATime(t *testing.T) {
-	d := &Drip{Head: "<html>", Every: time.Millisecond, Total: 16}
-	srv := httptest.NewServer(d)
+	// The head arrives whole before the first tick: with an hour between
+	// ticks nothing else can come with it, however slow the reader.
+	slow := &Drip{Head: "<html>", Every: time.Hour, Total: 16}
+	srv := httptest.NewServer(slow)
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	first := make([]byte, 64)
-	n, _ := resp.Body.Read(first)
-	if !strings.HasPrefix("<html>", string(first[:n])) {
-		t.Errorf("first read %q", first[:n])
+	head := make([]byte, 0, 64)
+	for len(head) < len("<html>") {
+		buf := make([]byte, 64)
+		n, err := resp.Body.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			break
+		}
 	}
-	rest, _ := io.ReadAll(resp.Body)
-	if got := n + len(rest); got != 16 || d.Written() != 16 {
-		t.Errorf("read %d bytes, drip wrote %d; want 16", got, d.Written())
+	resp.Body.Close()
+	if string(head) != "<html>" {
+		t.Errorf("before the first tick the drip sent %q, want its head", head)
+	}
+
+	// Then a byte a tick, to Total.
+	d := &Drip{Head: "<html>", Every: time.Millisecond, Total: 16}
+	srv2 := httptest.NewServer(d)
+	defer srv2.Close()
+	resp, err = http.Get(srv2.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if string(body) != "<html>"+strings.Repeat(" ", 10) || d.Written() != 16 {
+		t.Errorf("read %q, drip wrote %d; want the head and 10 spaces, 16 bytes", body, d.Written())
 	}
 }
 
