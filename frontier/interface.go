@@ -133,7 +133,8 @@ type Meta interface {
 // by its content key (Outcome.Content, the content hash of the pages);
 // each member carries the claim its own last outcome made (Outcome.Claim):
 // 0 when it left the group's document to another URL, n > 0 when it wrote
-// the group's document listing n-1 other members. The provider chooses the
+// the group's document (the provider's fingerprint of the members it
+// listed: the store only keeps it). The provider chooses the
 // primary and writes the documents; the store only keeps the groups.
 //
 // Completing a lease regroups its URL in the completion's transaction: a

@@ -63,6 +63,19 @@ func (c *Crawler) groups(src *source) frontier.Duplicates {
 	return g
 }
 
+// claimOf is the claim of a primary that listed urls (itself first, in
+// primaryFirst order): a fingerprint of the member set, positive. A count
+// would not do: one copy joining while another leaves keeps the count, and
+// the document would go on listing the one that left.
+func claimOf(urls []string) int {
+	h := fnv.New64a()
+	for _, u := range urls {
+		h.Write([]byte(u))
+		h.Write([]byte{'\n'})
+	}
+	return int(h.Sum64()>>2) | 1
+}
+
 // primaryFirst orders the members of a group, primary first.
 func primaryFirst(a, b string) int {
 	if c := cmp.Compare(len(a), len(b)); c != 0 {
@@ -94,7 +107,7 @@ func (j *job) joinGroup(g frontier.Duplicates, doc *docfields.Document, o *front
 		o.Claim = 0
 		return urls[0], nil
 	}
-	o.Claim = len(urls)
+	o.Claim = claimOf(urls)
 	if len(urls) > 1 {
 		doc.Duplicates = slices.Clone(urls[1:min(len(urls), maxDuplicatesListed+1)])
 		doc.ContentHash = mapping.ContentHash(doc)
@@ -120,9 +133,15 @@ func (c *Crawler) settleGroup(g frontier.Duplicates, source, content string) {
 			primary = m.URL
 		}
 	}
+	urls := make([]string, len(members))
+	for i, m := range members {
+		urls[i] = m.URL
+	}
+	slices.SortFunc(urls, primaryFirst)
+	want := claimOf(urls)
 	var again []string
 	for _, m := range members {
-		if m.URL == primary && m.Claim != len(members) || m.URL != primary && m.Claim > 0 {
+		if m.URL == primary && m.Claim != want || m.URL != primary && m.Claim > 0 {
 			again = append(again, m.URL)
 		}
 	}
