@@ -458,10 +458,7 @@ func (f *Frontier) settleIdleLocked(tx *bolt.Tx, now time.Time) (more bool, err 
 		}
 	}
 	for _, h := range look {
-		vtime, passes := h.vtime, make([]uint64, len(h.lv))
-		for i := range h.lv {
-			passes[i] = h.lv[i].pass
-		}
+		vtime := h.vtime
 		l, more, err := f.pop(tx, h)
 		if err != nil || more {
 			return more, err
@@ -470,14 +467,15 @@ func (f *Frontier) settleIdleLocked(tx *bolt.Tx, now time.Time) (more bool, err 
 			f.place(h, now) // every queue was empty: the host only waits its delay
 			continue
 		}
+		// Undo the lease pop made: its reservation, its place in the
+		// queue, and the turn it took (pop moves only its level's pass).
 		l.unreserve(false)
-		if s := h.state(l.level); s.last >= l.seq {
+		s := h.state(l.level)
+		if s.last >= l.seq {
 			s.last = l.seq - 1
 		}
+		s.pass -= levelStride(l.level)
 		h.vtime = vtime
-		for i := range h.lv {
-			h.lv[i].pass = passes[i]
-		}
 		h.hasWork = true
 	}
 	return false, nil

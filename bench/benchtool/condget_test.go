@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -61,24 +62,7 @@ func TestCondGetFailsOnASiteWithoutAListOfValidators(t *testing.T) {
 func TestMemWatchReportsTheSessionsLargestAnonymousMemoryUntilTheSessionEnds(t *testing.T) {
 	// A shell in a session of its own holds a 32 MB string, then waits to be
 	// told to end; its peak must show 32 MB of anonymous memory or more.
-	cmd := exec.Command("sh", "-c", `x=$(head -c 33554432 /dev/zero | tr '\0' a); echo held; read _; echo ${#x}`)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 5)
-	if _, err := stdout.Read(buf); err != nil || string(buf) != "held\n" {
-		t.Fatalf("the shell did not say it holds the string: %q %v", buf, err)
-	}
-	got := make(chan MemPeak, 1)
-	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
-	// Let it sample a while: the session ends only once it is told to.
-	time.Sleep(200 * time.Millisecond)
-	stdin.Close()
-	_ = cmd.Wait()
-	peak := <-got
+	peak := watchShell(t, `x=$(head -c 33554432 /dev/zero | tr '\0' a); echo ready; read _; echo ${#x}`)
 	if peak.Samples == 0 || peak.PeakAnonKB < 32<<10 || peak.PeakRSSKB < peak.PeakAnonKB {
 		t.Errorf("peak %+v: want samples, RssAnon of at least 32 MiB and VmRSS at least that", peak)
 	}
@@ -87,29 +71,39 @@ func TestMemWatchReportsTheSessionsLargestAnonymousMemoryUntilTheSessionEnds(t *
 func TestMemWatchCountsWhatTheProcessWroteToDisk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out")
 	// 8 MiB written and synced, then the shell waits to be told to end.
-	cmd := exec.Command("sh", "-c", `head -c 8388608 /dev/zero > "$1"; sync "$1"; echo done; read _`, "sh", path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 5)
-	if _, err := stdout.Read(buf); err != nil || string(buf) != "done\n" {
-		t.Fatalf("the shell did not finish writing: %q %v", buf, err)
-	}
-	got := make(chan MemPeak, 1)
-	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
-	time.Sleep(100 * time.Millisecond)
-	stdin.Close()
-	_ = cmd.Wait()
+	peak := watchShell(t, `head -c 8388608 /dev/zero > "$1"; sync "$1"; echo ready; read _`, path)
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(filepath.Dir(path), &fs); err == nil && fs.Type == 0x01021994 {
 		t.Skip("tmpfs: nothing reaches a disk")
 	}
 	// head wrote it, not the shell: the shell's own count is what its
 	// children left behind when they ended (write_bytes counts them).
-	if peak := <-got; peak.WriteBytes < 8<<20 {
+	if peak.WriteBytes < 8<<20 {
 		t.Errorf("write_bytes %d, want the 8 MiB the session wrote", peak.WriteBytes)
 	}
+}
+
+// watchShell runs script in a shell of a session of its own, which says
+// "ready" and then waits to be told to end, and returns what watchSession
+// saw of the session meanwhile.
+func watchShell(t *testing.T, script string, args ...string) MemPeak {
+	t.Helper()
+	cmd := exec.Command("sh", append([]string{"-c", script, "sh"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("the shell did not get ready: %q %v", buf, err)
+	}
+	got := make(chan MemPeak, 1)
+	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
+	// Let it sample a while: the session ends only once it is told to.
+	time.Sleep(200 * time.Millisecond)
+	stdin.Close()
+	_ = cmd.Wait()
+	return <-got
 }
