@@ -29,6 +29,8 @@ var numericKeys = []numericKey{
 	{"elasticsearch.bulk_workers", global("elasticsearch: {bulk_workers: %s}"), "1", "64", "0", "65"},
 	{"elasticsearch.request_timeout", global("elasticsearch: {request_timeout: %s}"), "1s", "10m", "999999999ns", "600000000001ns"},
 	{"elasticsearch.refresh_interval", global("elasticsearch: {refresh_interval: %s}"), "100ms", "1h", "99999999ns", "3600000000001ns"},
+	{"cluster.partitions", global("elasticsearch: {}\ncluster: {state_index: st, partitions: %s}"), "1", "4096", "0", "4097"},
+	{"cluster.lease_ttl", global("elasticsearch: {}\ncluster: {state_index: st, lease_ttl: %s}"), "3s", "10m", "2999999999ns", "600000000001ns"},
 	{"fetch.concurrency", global("fetch: {concurrency: %s}"), "1", "512", "0", "513"},
 	{"fetch.connect_timeout", global("fetch: {connect_timeout: %s}"), "10ms", "10m", "9999999ns", "600000000001ns"},
 	{"fetch.response_header_timeout", global("fetch: {response_header_timeout: %s}"), "10ms", "1h", "9999999ns", "3600000000001ns"},

@@ -43,6 +43,11 @@ type Config struct {
 	AlwaysIgnoredExtensions []string `yaml:"always_ignored_extensions"`
 	Sources                 []Source `yaml:"sources"`
 
+	// Cluster, when its state_index is set, keeps the state in
+	// Elasticsearch instead of state_dir, so that several processes
+	// share one crawl (docs/cluster.md).
+	Cluster Cluster `yaml:"cluster"`
+
 	// File is the path the configuration was loaded from.
 	File string `yaml:"-"`
 	// positions maps a key path such as "sources[0].exclude[2]" to where its
@@ -86,6 +91,19 @@ type Elasticsearch struct {
 	Analyzers map[string]string `yaml:"analyzers"`
 	// Subfields adds multi-fields to fields: field → name → mapping.
 	Subfields map[string]map[string]map[string]any `yaml:"subfields"`
+}
+
+// Cluster is the state store shared by several crawlspace processes: the
+// frontier in indices of the elasticsearch cluster, hosts split into
+// partitions, each partition leased by one live process.
+type Cluster struct {
+	// StateIndex prefixes the state indices (-urls, -links, -meta); empty
+	// keeps the embedded store under state_dir.
+	StateIndex string `yaml:"state_index"`
+	// NodeName names this process among the others; unique per process.
+	NodeName   string   `yaml:"node_name"`
+	Partitions int      `yaml:"partitions"`
+	LeaseTTL   Duration `yaml:"lease_ttl"`
 }
 
 // Output is the file sink, used when Elasticsearch is not configured.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 //	key                                     default
 //	user_agent                              "crawlspace/0.1 (+https://github.com/crawlspace/crawlspace)"
 //	state_dir                               .crawlspace
+//	cluster.node_name                       the host name, when cluster.state_index is set
+//	cluster.partitions, .lease_ttl          64, 30s, when cluster.state_index is set
 //	output.file                             out/documents.ndjson, only when elasticsearch is absent
 //	log.format, log.level                   text, info
 //	elasticsearch (an empty block)          addresses [http://127.0.0.1:9200]
@@ -145,6 +148,22 @@ func defaultBool(p **bool, v bool) {
 	}
 }
 
+// Defaults of the cluster keys.
+const (
+	DefaultPartitions = 64
+	DefaultLeaseTTL   = 30 * time.Second
+)
+
+// defaultNodeName is the machine's name: stable across restarts, so a
+// restarted process takes its own partitions back at once.
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "crawlspace"
+	}
+	return h
+}
+
 func defaultList(p *[]string, v ...string) {
 	if *p == nil {
 		*p = v
@@ -158,6 +177,11 @@ func (c *Config) setDefaults(written func(string) bool) {
 	defaultAt(written, "user_agent", &c.UserAgent, DefaultUserAgent)
 	defaultAt(written, "state_dir", &c.StateDir, DefaultStateDir)
 	c.StateDir = resolve(dir, c.StateDir)
+	if c.Cluster.StateIndex != "" {
+		defaultAt(written, "cluster.node_name", &c.Cluster.NodeName, defaultNodeName())
+		defaultAt(written, "cluster.partitions", &c.Cluster.Partitions, DefaultPartitions)
+		defaultAt(written, "cluster.lease_ttl", &c.Cluster.LeaseTTL, Duration(DefaultLeaseTTL))
+	}
 	if c.Elasticsearch == nil {
 		defaultAt(written, "output.file", &c.Output.File, DefaultOutput)
 	}

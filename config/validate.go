@@ -173,6 +173,17 @@ func (k *checker) global() {
 		}
 	}
 	k.nonEmpty("state_dir", c.StateDir)
+	if cl := &c.Cluster; cl.StateIndex != "" {
+		if c.Elasticsearch == nil {
+			k.errorf("cluster.state_index", "needs elasticsearch: the state lives in its cluster")
+		}
+		if msg := indexNameProblem(cl.StateIndex); msg != "" {
+			k.errorf("cluster.state_index", "%s", msg)
+		}
+		k.nonEmpty("cluster.node_name", cl.NodeName)
+		k.between("cluster.partitions", int64(cl.Partitions), 1, 4096)
+		k.span("cluster.lease_ttl", cl.LeaseTTL, Duration(3*time.Second), Duration(10*time.Minute))
+	}
 	if c.MetricsAddr != "" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			k.errorf("metrics_addr", "must be host:port, such as 127.0.0.1:9108 or :9108")

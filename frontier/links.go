@@ -129,6 +129,10 @@ func (r *Reached) Has(url string) bool {
 // Len is how many keys the walk reached, roots included.
 func (r *Reached) Len() int { return len(r.set) }
 
+// NewReached is the result of a walk made by another Store: the LinkKeys
+// it reached.
+func NewReached(set map[uint64]struct{}) *Reached { return &Reached{set: set} }
+
 // reachChunk bounds the lookups of one read transaction, so a walk over
 // millions of pages never holds one open long enough to stall a writer
 // that must grow the file.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/render"
 	"github.com/crawlspace/crawlspace/robots"
@@ -39,7 +40,11 @@ type Crawler struct {
 	// store, opened and closed here.
 	front frontier.Store
 	bolt  *frontier.Frontier
-	sink  sink.Sink
+	// cluster is the store when it is shared in Elasticsearch (bolt is
+	// nil then), and store the one opened, closed with the crawler.
+	cluster *esfrontier.Store
+	store   io.Closer
+	sink    sink.Sink
 	// groupLocks serialise duplicates' decisions (duplicates.go).
 	groupLocks groupLocks
 	// formats are the formats read, and readers the readers of the
@@ -148,18 +153,17 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 		c.fetchers = append(c.fetchers, src.fetch)
 	}
 	c.robots = c.newRobots()
-	front, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
-		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
+	front, closer, err := c.openStore(cfg)
 	if err != nil {
 		c.readers.close()
 		return nil, err // it names the state store
 	}
-	c.front, c.bolt = front, front
+	c.front, c.store = front, closer
 	c.writes = newWriter(front, log, c.reportNow)
 	s, err := open(c.writes.result)
 	if err != nil {
 		c.writes.acks.close()
-		front.Close()
+		closer.Close()
 		c.readers.close()
 		return nil, err
 	}
@@ -172,6 +176,7 @@ func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) 
 
 // warnings are the conditions every cycle's report repeats.
 func (c *Crawler) warnings(report *Report) {
+	c.clusterWarnings(report)
 	if c.cfg.Fetch.InsecureSkipVerify {
 		report.Warn("TLS certificates are not verified (fetch.insecure_skip_verify)")
 		c.log.Warn("TLS certificates are not verified", "setting", "fetch.insecure_skip_verify")
@@ -202,7 +207,7 @@ func (c *Crawler) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timing.closeGrace)
 		defer cancel()
 		c.closeErr = c.writes.close(ctx)
-		if err := c.bolt.Close(); c.closeErr == nil {
+		if err := c.store.Close(); c.closeErr == nil {
 			c.closeErr = err
 		}
 		c.readers.close()

@@ -48,7 +48,7 @@ func runReindex(args []string) int {
 // finishCycle runs one cycle of every source, closes the crawler and reports.
 func finishCycle(ctx context.Context, cfg *config.Config, c *provider.Crawler, o output, reportPath string) int {
 	log := o.log
-	stopProgress := o.watch(ctx, c, monitor.NewStates(c.Frontier(), cfg))
+	stopProgress := o.watch(ctx, c, monitor.NewStates(c.Store(), cfg))
 	report, crawlErr := c.Crawl(ctx)
 	stopProgress()
 	closeErr := c.Close()

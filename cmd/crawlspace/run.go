@@ -48,7 +48,7 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		return exitFailed
 	}
 	defer c.Close()
-	states := monitor.NewStates(c.Frontier(), cfg)
+	states := monitor.NewStates(c.Store(), cfg)
 	states.Kick()
 	var status *monitor.Server
 	if cfg.MetricsAddr != "" {
@@ -57,7 +57,10 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 			names = append(names, cfg.Sources[i].Name)
 		}
 		metrics := monitor.NewMetrics(buildVersion(), names)
-		metrics.WatchFrontier(states, c.Frontier())
+		metrics.WatchFrontier(states, c.Store())
+		if cl := c.Cluster(); cl != nil {
+			metrics.WatchCluster(cl)
+		}
 		c.SetObserver(metrics)
 		status = monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
 		addr, err := status.Start(cfg.MetricsAddr)

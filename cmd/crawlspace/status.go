@@ -13,6 +13,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
@@ -114,15 +115,28 @@ func runStatus(args []string) int {
 	// Read-only: status works on a store it may not write (a read-only
 	// file system, no write permission) and never changes one.
 	var store statusStore // nil: no crawl has run, every source is empty
-	front, err := frontier.Open(cfg.StateDir, frontier.Options{ReadOnly: true})
-	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
-		return exitFailed
-	default:
-		defer front.Close()
-		store = front
+	var cluster *esfrontier.Store
+	if cfg.Cluster.StateIndex != "" {
+		var err error
+		if cluster, err = openClusterStatus(cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
+			return exitFailed
+		}
+		if cluster != nil {
+			defer cluster.Close()
+			store = cluster
+		}
+	} else {
+		front, err := frontier.Open(cfg.StateDir, frontier.Options{ReadOnly: true})
+		switch {
+		case errors.Is(err, iofs.ErrNotExist):
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
+			return exitFailed
+		default:
+			defer front.Close()
+			store = front
+		}
 	}
 	if *one != "" {
 		if store == nil {
@@ -145,6 +159,9 @@ func runStatus(args []string) int {
 		return exitOK
 	}
 	printStatuses(os.Stdout, list)
+	if cluster != nil {
+		printCluster(os.Stdout, cfg.Cluster.StateIndex, cluster.Cluster())
+	}
 	return exitOK
 }
 

@@ -1,0 +1,241 @@
+package esfrontier
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/urlnorm"
+)
+
+// seenMax bounds the URLs Add remembers as brought up to date in the
+// cycle; past it the set starts over.
+const seenMax = 1 << 20
+
+// addLine is one Add item's _bulk line.
+type addLine struct {
+	url  string
+	item frontier.Item
+}
+
+func checkItem(it *frontier.Item) error {
+	switch {
+	case urlnorm.Origin(it.URL) == "":
+		return fmt.Errorf("esfrontier: %q is not an absolute URL", it.URL)
+	case len(it.URL) > frontier.MaxURLLength:
+		return fmt.Errorf("esfrontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), frontier.MaxURLLength)
+	case it.Class > frontier.Refresh:
+		return fmt.Errorf("esfrontier: %s: unknown class %d", it.URL, it.Class)
+	case it.Shift < frontier.MinShift || it.Shift > frontier.MaxShift:
+		return fmt.Errorf("esfrontier: %s: priority shift %d out of range", it.URL, it.Shift)
+	}
+	return nil
+}
+
+// addLines appends the _bulk lines creating the records of items (those
+// Add saw in this cycle already are skipped) and returns them.
+func (s *Store) addLines(b *ndjson, items []frontier.Item) []addLine {
+	cycle := s.Cycle()
+	base := s.now().UnixNano()
+	var out []addLine
+	for i := range items {
+		it := &items[i]
+		if checkItem(it) != nil || s.seenNow(it.URL, cycle) && it.Class != frontier.Start {
+			continue
+		}
+		rec := frontier.Record{Item: *it, State: frontier.Waiting, Cycle: cycle, SeenCycle: cycle}
+		d := s.toDoc(&rec, base+int64(len(out)))
+		b.line(map[string]any{"create": map[string]any{"_index": s.urls, "_id": docID(it.URL), "routing": d.Host}})
+		b.line(d)
+		out = append(out, addLine{url: it.URL, item: *it})
+	}
+	return out
+}
+
+// known applies the precedence rules of frontier.Frontier.Add to the URLs
+// of lines the index held already (their create answered 409): a known URL
+// keeps its state, except a start URL of a cycle later than the one it was
+// queued in and a URL excluded as an orphan, which are queued again; a
+// sighting records the cycle and a newer sitemap lastmod. It returns how
+// many it queued.
+func (s *Store) known(lines []addLine) (int, error) {
+	if len(lines) == 0 {
+		return 0, nil
+	}
+	cycle := s.Cycle()
+	byURL := make(map[string]*frontier.Item, len(lines))
+	urls := make([]string, 0, len(lines))
+	for i := range lines {
+		if byURL[lines[i].url] == nil {
+			urls = append(urls, lines[i].url)
+		}
+		byURL[lines[i].url] = &lines[i].item
+	}
+	again := map[string]bool{}
+	_, changed, _, err := s.change(urls, func(r *frontier.Record) (bool, error) {
+		it := byURL[r.URL]
+		delete(again, r.URL)
+		if r.State == frontier.Excluded && r.Orphan || it.Class == frontier.Start && r.Cycle < cycle && r.State != frontier.Waiting {
+			r.State, r.Reason, r.Orphan, r.Cycle, r.SeenCycle = frontier.Waiting, "", false, cycle, cycle
+			r.Class, r.Shift = it.Class, it.Shift
+			again[r.URL] = true
+			return true, nil
+		}
+		ch := false
+		if it.Class == frontier.Start && r.Cycle < cycle {
+			r.Cycle, ch = cycle, true // waiting already: in this cycle now
+		}
+		if r.SeenCycle < cycle {
+			r.SeenCycle, ch = cycle, true
+		}
+		if it.Lastmod.After(r.Lastmod) {
+			r.Lastmod, ch = it.Lastmod, true
+		}
+		return ch, nil
+	})
+	n := 0
+	for i, u := range urls {
+		if changed[i] && again[u] {
+			n++
+		}
+	}
+	return n, err
+}
+
+// answer counts the created records of lines and settles the known ones.
+func (s *Store) answer(items []bulkItem, lines []addLine) (int, error) {
+	n := 0
+	var known []addLine
+	for i := range items {
+		switch it := &items[i]; {
+		case it.Status == 201:
+			n++
+		case it.Status == 409:
+			known = append(known, lines[i])
+		default:
+			return n, &Error{Op: "queue " + lines[i].url, Err: itemError(it)}
+		}
+	}
+	k, err := s.known(known)
+	return n + k, err
+}
+
+func countCreated(items []bulkItem) int {
+	n := 0
+	for i := range items {
+		if items[i].Status == 201 {
+			n++
+		}
+	}
+	return n
+}
+
+// excludeLines appends the _bulk lines recording refused items unless
+// known, and returns how many it wrote.
+func (s *Store) excludeLines(b *ndjson, reason string, items []frontier.Item) int {
+	cycle := s.Cycle()
+	n := 0
+	for i := range items {
+		it := &items[i]
+		if checkItem(it) != nil {
+			continue
+		}
+		rec := frontier.Record{Item: *it, State: frontier.Excluded, Reason: reason, Cycle: cycle, SeenCycle: cycle}
+		d := s.toDoc(&rec, 0)
+		b.line(map[string]any{"create": map[string]any{"_index": s.urls, "_id": docID(it.URL), "routing": d.Host}})
+		b.line(d)
+		n++
+	}
+	return n
+}
+
+// Add queues the items the store does not know, in one _bulk request, and
+// returns how many it queued.
+func (s *Store) Add(items ...frontier.Item) (int, error) {
+	for i := range items {
+		if err := checkItem(&items[i]); err != nil {
+			return 0, err
+		}
+	}
+	var b ndjson
+	lines := s.addLines(&b, items)
+	if len(lines) == 0 {
+		return 0, nil
+	}
+	res, err := s.bulk(context.Background(), b.Bytes(), "")
+	if err != nil {
+		return 0, &Error{Op: "queue URLs", Err: err}
+	}
+	n, err := s.answer(res, lines)
+	if err != nil {
+		return n, err
+	}
+	s.remember(lines)
+	s.sched.askLoad()
+	return n, nil
+}
+
+// Exclude records refused URLs the store does not know, with reason.
+func (s *Store) Exclude(reason string, items ...frontier.Item) (int, error) {
+	if reason == "" {
+		return 0, fmt.Errorf("esfrontier: exclusion without a reason")
+	}
+	for i := range items {
+		if err := checkItem(&items[i]); err != nil {
+			return 0, err
+		}
+	}
+	var b ndjson
+	if s.excludeLines(&b, reason, items) == 0 {
+		return 0, nil
+	}
+	res, err := s.bulk(context.Background(), b.Bytes(), "")
+	if err != nil {
+		return 0, &Error{Op: "record refused URLs", Err: err}
+	}
+	for i := range res {
+		if res[i].Status != 409 {
+			if err := itemError(&res[i]); err != nil {
+				return 0, &Error{Op: "record refused URLs", Err: err}
+			}
+		}
+	}
+	return countCreated(res), nil
+}
+
+// seenNow says whether Add brought url up to date in cycle already.
+func (s *Store) seenNow(url string, cycle uint64) bool {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if s.seenCycle != cycle {
+		return false
+	}
+	_, ok := s.seen[frontier.LinkKey(url)]
+	return ok
+}
+
+func (s *Store) remember(lines []addLine) {
+	cycle := s.Cycle()
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if s.seenCycle != cycle || len(s.seen)+len(lines) > seenMax {
+		s.seen, s.seenCycle = make(map[uint64]struct{}, len(lines)), cycle
+	}
+	for _, l := range lines {
+		s.seen[frontier.LinkKey(l.url)] = struct{}{}
+	}
+}
+
+func (s *Store) markSeen(batch []*completion) {
+	for _, c := range batch {
+		if len(c.addLines) > 0 {
+			s.remember(c.addLines)
+		}
+	}
+}
+
+func (s *Store) forgetSeen() {
+	s.seenMu.Lock()
+	s.seen = map[uint64]struct{}{}
+	s.seenMu.Unlock()
+}

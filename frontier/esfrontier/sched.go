@@ -1,0 +1,835 @@
+package esfrontier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crawlspace/crawlspace/frontier"
+)
+
+// Scheduling of the held partitions' hosts, in memory: each host keeps
+// the first URLs of its queue as last read from the index (hostBuffer of
+// them, in class and priority order, oldest first), its leases and its
+// delay. A host is in exactly one partition, and a partition is held by
+// one process, so the politeness kept here holds for the whole cluster.
+
+const (
+	// hostBuffer is how many due URLs of a host one read brings.
+	hostBuffer = 32
+	// maxHosts bounds the hosts one read returns.
+	maxHosts = 10000
+	// loadEvery is how often the due URLs are read again without a reason
+	// (URLs other processes queued for this one's hosts).
+	loadEvery = time.Second
+	// minLoadGap spaces the reads a busy crawl asks for.
+	minLoadGap = 100 * time.Millisecond
+	// idleCheckGap spaces the whole-cluster checks of an idle process.
+	idleCheckGap = 500 * time.Millisecond
+	// recentKeep is how long a stored outcome may stay unsearchable: the
+	// URL index refreshes every second (refreshInterval), with a margin
+	// for a busy node.
+	recentKeep = 5 * time.Second
+	// maxBatch bounds the outcomes of one write.
+	maxBatch = 256
+)
+
+var errClosed = frontier.ErrClosed
+
+type host struct {
+	key      string
+	part     int
+	queue    []queued
+	inflight int
+	readyAt  time.Time
+	pol      frontier.HostPolicy
+	// more says the last read filled the buffer: the index may hold more.
+	more bool
+}
+
+type queued struct {
+	rec frontier.Record
+	seq int64
+	// seqNo and term are the version the record was read at.
+	seqNo, term int64
+}
+
+type scheduler struct {
+	s      *Store
+	mu     sync.Mutex
+	hosts  map[string]*host
+	order  []*host // round robin
+	rr     int
+	parts  map[int]bool
+	leases map[string]*lease // leased URLs, until their outcome is stored
+	// held are URLs whose outcome could not be stored: not leased again by
+	// this process (as the embedded store holds them until the next cycle).
+	held map[string]bool
+	// loads counts the reads started; recent maps a URL whose outcome was
+	// stored to when, for recentKeep: a read may not see it until the
+	// index's next refresh.
+	loads  int
+	recent map[string]time.Time
+	wake   chan struct{}
+	loadq  chan struct{}
+	out    chan *completion
+	closed bool
+	broken error
+
+	// idleMu orders the idle checks, whose last answer is idleDone, at
+	// idleAt, after changes counted idleGen (changes counts them all,
+	// without a lock: askLoad runs under mu).
+	idleMu   sync.Mutex
+	idleAt   time.Time
+	idleDone bool
+	idleGen  int64
+	changes  atomic.Int64
+}
+
+func newScheduler(s *Store) *scheduler {
+	return &scheduler{s: s, hosts: map[string]*host{}, parts: map[int]bool{}, leases: map[string]*lease{},
+		held: map[string]bool{}, recent: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		loadq: make(chan struct{}, 1), out: make(chan *completion, maxBatch)}
+}
+
+func (q *scheduler) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *scheduler) askLoad() {
+	// Something changed here: an idle answer from before it is stale.
+	q.changes.Add(1)
+	select {
+	case q.loadq <- struct{}{}:
+	default:
+	}
+}
+
+func (q *scheduler) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *scheduler) addParts(ps []int) {
+	q.mu.Lock()
+	for _, p := range ps {
+		q.parts[p] = true
+	}
+	q.mu.Unlock()
+	q.askLoad()
+}
+
+// dropPart stops leasing from part's hosts; their leases run to their end.
+func (q *scheduler) dropPart(p int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.parts, p)
+	for _, h := range q.hosts {
+		if h.part == p {
+			h.queue = nil
+			h.more = false
+		}
+	}
+}
+
+// inFlight counts part's leases, outcomes not yet stored included.
+func (q *scheduler) inFlight(p int) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, h := range q.hosts {
+		if h.part == p {
+			n += h.inflight
+		}
+	}
+	for _, l := range q.leases {
+		if l.h.part == p && l.ended {
+			n++
+		}
+	}
+	return n
+}
+
+func (q *scheduler) stats() frontier.Stats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := frontier.Stats{Hosts: len(q.hosts), InFlight: len(q.leases)}
+	now := q.s.now()
+	for _, h := range q.hosts {
+		if len(h.queue) > 0 || h.more {
+			st.Busy++
+			if h.inflight < max(h.pol.MaxParallel, 1) && !now.Before(h.readyAt) {
+				st.Ready++
+			}
+		}
+	}
+	return st
+}
+
+// Stats returns the scheduler's figures for this process's hosts.
+func (s *Store) Stats() frontier.Stats { return s.sched.stats() }
+
+// Next waits for a due URL of a host this process holds. ErrDone means the
+// whole crawl is idle: no URL Waiting in the index (a leased URL is stored
+// Waiting until its outcome, so none is in flight anywhere either).
+func (s *Store) Next(ctx context.Context) (frontier.Lease, error) {
+	q := s.sched
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return nil, errClosed
+		}
+		if q.broken != nil {
+			err := q.broken
+			q.mu.Unlock()
+			return nil, err
+		}
+		now := s.now()
+		l, wait := q.pickLocked(now)
+		idle := l == nil && len(q.leases) == 0 && q.buffered() == 0
+		q.mu.Unlock()
+		if l != nil {
+			return l, nil
+		}
+		if idle {
+			done, err := q.clusterIdle(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				return nil, frontier.ErrDone
+			}
+			q.askLoad()
+			wait = min(wait, idleCheckGap)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-q.wake:
+			q.signal() // pass it on to the next waiting worker
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (q *scheduler) buffered() int {
+	n := 0
+	for _, h := range q.hosts {
+		n += len(h.queue)
+	}
+	return n
+}
+
+// pickLocked leases the next URL of the next ready host, round robin, or
+// says how long to wait for one.
+func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
+	wait := loadEvery
+	n := len(q.order)
+	for i := 0; i < n; i++ {
+		h := q.order[(q.rr+i)%n]
+		if len(h.queue) == 0 {
+			continue
+		}
+		if h.inflight >= max(h.pol.MaxParallel, 1) {
+			continue
+		}
+		if d := h.readyAt.Sub(now); d > 0 {
+			wait = min(wait, d)
+			continue
+		}
+		if !q.s.own.usable(h.part, now) {
+			continue
+		}
+		q.rr = (q.rr + i + 1) % n
+		it := h.queue[0]
+		h.queue = h.queue[1:]
+		if len(h.queue) == 0 && h.more {
+			q.askLoad()
+		}
+		h.inflight++
+		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term}
+		q.leases[it.rec.URL] = l
+		return l, 0
+	}
+	return nil, wait
+}
+
+// clusterIdle says whether no URL is Waiting anywhere but those this
+// process holds back, after a refresh so every stored change is counted;
+// workers share one answer per idleCheckGap.
+func (q *scheduler) clusterIdle(ctx context.Context) (bool, error) {
+	q.idleMu.Lock()
+	defer q.idleMu.Unlock()
+	gen := q.changes.Load()
+	if now := q.s.now(); gen == q.idleGen && now.Sub(q.idleAt) < idleCheckGap {
+		return q.idleDone, nil
+	}
+	s := q.s
+	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_refresh", nil, nil); err != nil {
+		return false, &Error{Op: "refresh", Err: err}
+	}
+	q.mu.Lock()
+	held := make([]string, 0, len(q.held))
+	for u := range q.held {
+		held = append(held, u)
+	}
+	q.mu.Unlock()
+	var ans struct{ Count int }
+	body := map[string]any{"query": map[string]any{"bool": map[string]any{
+		"filter":   []any{map[string]any{"term": map[string]any{"state": int(frontier.Waiting)}}},
+		"must_not": []any{map[string]any{"terms": map[string]any{"url": held}}}}}}
+	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_count", body, &ans); err != nil {
+		return false, &Error{Op: "count the waiting URLs", Err: err}
+	}
+	q.idleAt, q.idleDone, q.idleGen = s.now(), ans.Count == 0, gen
+	return q.idleDone, nil
+}
+
+// load reads the due URLs of the held partitions, a buffer per host, in
+// one search: at loadEvery, and sooner when a host's buffer ran out.
+func (q *scheduler) load() {
+	s := q.s
+	defer s.wg.Done()
+	t := time.NewTicker(loadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		case <-q.loadq:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.ttl)
+		if err := q.loadOnce(ctx); err != nil && s.ctx.Err() == nil {
+			// Read again at the next tick: nothing is lost meanwhile.
+			s.log.Warn("cannot read the due URLs", "err", err)
+		}
+		cancel()
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(minLoadGap):
+		}
+	}
+}
+
+func (q *scheduler) loadOnce(ctx context.Context) error {
+	s := q.s
+	q.mu.Lock()
+	parts := make([]int, 0, len(q.parts))
+	for p := range q.parts {
+		parts = append(parts, p)
+	}
+	skip := make([]string, 0, len(q.leases)+len(q.held))
+	for u := range q.leases {
+		skip = append(skip, u)
+	}
+	for u := range q.held {
+		skip = append(skip, u)
+	}
+	q.loads++
+	q.mu.Unlock()
+	if len(parts) == 0 {
+		return nil
+	}
+	slices.Sort(parts)
+	body := map[string]any{"size": 0,
+		"query": map[string]any{"bool": map[string]any{
+			"filter": []any{
+				map[string]any{"term": map[string]any{"state": int(frontier.Waiting)}},
+				map[string]any{"terms": map[string]any{"part": parts}}},
+			"must_not": []any{map[string]any{"terms": map[string]any{"url": skip}}}}},
+		"aggs": map[string]any{"hosts": map[string]any{
+			"terms": map[string]any{"field": "host", "size": maxHosts},
+			"aggs": map[string]any{"due": map[string]any{"top_hits": map[string]any{
+				"size": hostBuffer, "seq_no_primary_term": true, "sort": []any{map[string]any{"level": "asc"}, map[string]any{"seq": "asc"}}}}}}}}
+	var ans struct {
+		Aggregations struct {
+			Hosts struct {
+				Buckets []struct {
+					Key      string `json:"key"`
+					DocCount int    `json:"doc_count"`
+					Due      struct {
+						Hits struct {
+							Hits []struct {
+								SeqNo       int64 `json:"_seq_no"`
+								PrimaryTerm int64 `json:"_primary_term"`
+								Source      doc   `json:"_source"`
+							} `json:"hits"`
+						} `json:"hits"`
+					} `json:"due"`
+				} `json:"buckets"`
+			} `json:"hosts"`
+		} `json:"aggregations"`
+	}
+	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_search?request_cache=false", body, &ans); err != nil {
+		return &Error{Op: "read the due URLs", Err: err}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	found := map[string]bool{}
+	for _, b := range ans.Aggregations.Hosts.Buckets {
+		h := q.hosts[b.Key]
+		if h == nil {
+			h = &host{key: b.Key, part: s.partition(b.Key), pol: s.policy(b.Key)}
+			q.hosts[b.Key] = h
+			q.order = append(q.order, h)
+		}
+		if !q.parts[h.part] {
+			continue
+		}
+		found[b.Key] = true
+		h.queue = h.queue[:0]
+		for _, hit := range b.Due.Hits.Hits {
+			d := &hit.Source
+			if q.leases[d.URL] != nil || q.held[d.URL] {
+				continue
+			}
+			if _, ok := q.recent[d.URL]; ok {
+				continue // stored since the index's last refresh, maybe: the answer may be stale
+			}
+			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm})
+		}
+		h.more = b.DocCount > len(b.Due.Hits.Hits)
+	}
+	for u, at := range q.recent {
+		if now := s.now(); now.Sub(at) > recentKeep {
+			delete(q.recent, u)
+		}
+	}
+	// Hosts the read did not return have nothing due; those idle and past
+	// their delay leave memory.
+	now := s.now()
+	kept := q.order[:0]
+	for _, h := range q.order {
+		if !found[h.key] {
+			h.queue, h.more = nil, false
+			if h.inflight == 0 && !now.Before(h.readyAt) {
+				delete(q.hosts, h.key)
+				continue
+			}
+		}
+		kept = append(kept, h)
+	}
+	clear(q.order[len(kept):])
+	q.order = kept
+	if len(q.order) > 0 {
+		q.rr %= len(q.order)
+	} else {
+		q.rr = 0
+	}
+	q.signal()
+	return nil
+}
+
+// Backoff keeps a host this process schedules from a new lease before until.
+func (s *Store) Backoff(hostKey string, until time.Time) {
+	q := s.sched
+	q.mu.Lock()
+	if h := q.hosts[hostKey]; h != nil && until.After(h.readyAt) {
+		h.readyAt = until
+	}
+	q.mu.Unlock()
+}
+
+// lease is one URL handed to one worker.
+type lease struct {
+	s     *Store
+	h     *host
+	rec   frontier.Record
+	seq   int64
+	seqNo int64
+	term  int64
+	done  bool // CompleteAsync or Release was called
+	ended bool // its outcome is on its way to the index
+}
+
+func (l *lease) Item() frontier.Item { return l.rec.Item }
+
+func (l *lease) Record() frontier.Record {
+	r := l.rec
+	r.State = frontier.InFlight
+	return r
+}
+
+func (l *lease) HostKey() string { return l.h.key }
+
+func (l *lease) Fetched(int64, time.Duration) {}
+
+var errLeaseDone = errors.New("esfrontier: lease already ended")
+
+// completion is an outcome on its way to the index.
+type completion struct {
+	l     *lease
+	o     frontier.Outcome
+	rec   frontier.Record
+	done  func(error)
+	links []uint64
+	// addLines and excl are the _bulk lines of Found's links and of each
+	// of its refusals.
+	addLines []addLine
+	excl     []int
+}
+
+// CompleteAsync frees the host's slot, starts its delay and hands the
+// outcome to the writer, which stores it with others in two _bulk
+// requests (the page's links, then the outcomes) and calls done once it is
+// stored and searchable.
+func (l *lease) CompleteAsync(o frontier.Outcome, done func(error)) error {
+	if l.done {
+		return errLeaseDone
+	}
+	switch o.State {
+	case frontier.Fetched, frontier.Waiting:
+	case frontier.Error, frontier.Excluded:
+		if o.Reason == "" {
+			l.Release()
+			return fmt.Errorf("esfrontier: %s: %s outcome without a reason", l.rec.URL, o.State)
+		}
+	default:
+		l.Release()
+		return fmt.Errorf("esfrontier: %s: cannot complete as %s", l.rec.URL, o.State)
+	}
+	if o.Pending != "" && o.Pending != frontier.PendingIndex && o.Pending != frontier.PendingDelete {
+		l.Release()
+		return fmt.Errorf("esfrontier: %s: unknown pending write %q", l.rec.URL, o.Pending)
+	}
+	l.done = true
+	s, q := l.s, l.s.sched
+	now := s.now()
+	rec := l.rec
+	rec.CheckedAt, rec.Status = now, o.Status
+	switch o.State {
+	case frontier.Fetched:
+		rec.Reason, rec.FetchedAt = "", now
+		rec.ETag, rec.LastModified, rec.Hash = o.ETag, o.LastModified, o.Hash
+		rec.ErrCount, rec.TempErrCount = 0, 0
+	case frontier.Error:
+		rec.Reason = o.Reason
+		rec.ErrCount++
+		rec.TempErrCount = 0
+	case frontier.Excluded:
+		rec.Reason = o.Reason
+	case frontier.Waiting:
+		rec.Reason = o.Reason
+		rec.TempErrCount++
+	}
+	if o.State != frontier.Waiting {
+		rec.Target = o.Target
+	}
+	if o.Pending != "" {
+		rec.DocID, rec.Pending = o.DocID, o.Pending
+	}
+	rec.State = o.State
+	c := &completion{l: l, o: o, rec: rec, done: done}
+	if o.ReadLinks {
+		rec.HasLinks = true
+		c.rec.HasLinks = true
+		links := slices.Clone(o.Links)
+		if o.Found != nil {
+			for _, it := range o.Found.Links {
+				links = append(links, frontier.LinkKey(it.URL))
+			}
+		}
+		slices.Sort(links)
+		c.links = slices.Compact(links)
+	}
+	pol := s.policy(l.h.key)
+	q.mu.Lock()
+	h := l.h
+	h.inflight--
+	h.pol = pol
+	if !o.NoRequest {
+		if t := now.Add(pol.Delay); t.After(h.readyAt) {
+			h.readyAt = t
+		}
+	}
+	if o.Backoff.After(h.readyAt) {
+		h.readyAt = o.Backoff
+	}
+	l.ended = true
+	closed := q.closed
+	q.mu.Unlock()
+	q.signal()
+	if closed {
+		q.finish(c, errClosed)
+		return errClosed
+	}
+	q.out <- c
+	return nil
+}
+
+// Release gives the URL back untouched, at the head of its host's buffer.
+func (l *lease) Release() {
+	if l.done {
+		return
+	}
+	l.done = true
+	q := l.s.sched
+	q.mu.Lock()
+	l.h.inflight--
+	delete(q.leases, l.rec.URL)
+	if q.parts[l.h.part] {
+		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term}}, l.h.queue...)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// finish ends a lease whose outcome is stored (err nil) or could not be.
+func (q *scheduler) finish(c *completion, err error) {
+	u := c.l.rec.URL
+	q.mu.Lock()
+	delete(q.leases, u)
+	if err != nil {
+		q.held[u] = true
+	} else {
+		q.recent[u] = q.s.now()
+	}
+	if c.o.Found != nil && len(c.o.Found.Links) > 0 {
+		q.askLoad()
+	}
+	q.mu.Unlock()
+	c.done(err)
+	q.signal()
+}
+
+// complete stores outcomes as they come, many to a write.
+func (q *scheduler) complete() {
+	s := q.s
+	defer s.wg.Done()
+	for {
+		var batch []*completion
+		select {
+		case c := <-q.out:
+			batch = append(batch, c)
+		case <-s.ctx.Done():
+			// Close: store what was handed over before it.
+			for {
+				select {
+				case c := <-q.out:
+					batch = append(batch, c)
+					continue
+				default:
+				}
+				break
+			}
+			if len(batch) > 0 {
+				q.store(context.Background(), batch)
+			}
+			return
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case c := <-q.out:
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		q.store(s.ctx, batch)
+	}
+}
+
+// retryWaits are the pauses between attempts at a write the cluster did
+// not take; after the last the store is broken and the crawl stops.
+var retryWaits = []time.Duration{250 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+
+func (q *scheduler) store(ctx context.Context, batch []*completion) {
+	s := q.s
+	if ctx.Err() != nil {
+		ctx = context.Background()
+	}
+	// First the pages' links, refusals and outlinks: once a page's outcome
+	// is searchable, what it found is stored, so a whole-cluster count of
+	// Waiting URLs cannot miss it.
+	var found ndjson
+	for _, c := range batch {
+		o := &c.o
+		if o.Found != nil {
+			c.addLines = s.addLines(&found, o.Found.Links)
+			for i := range o.Found.Refused {
+				r := &o.Found.Refused[i]
+				c.excl = append(c.excl, s.excludeLines(&found, r.Reason, r.Items))
+			}
+		}
+		if c.o.ReadLinks {
+			s.linksLine(&found, c.rec.URL, c.links)
+		}
+	}
+	var items []bulkItem
+	err := s.retry(ctx, func() (err error) {
+		items, err = s.bulk(ctx, found.Bytes(), "")
+		return err
+	})
+	if err == nil {
+		i := 0
+		for _, c := range batch {
+			if c.o.Found != nil {
+				n := len(c.addLines)
+				var qerr error
+				c.o.Found.Queued, qerr = s.answer(items[i:i+n], c.addLines)
+				if qerr != nil && err == nil {
+					err = qerr
+				}
+				i += n
+				for j, n := range c.excl {
+					c.o.Found.Refused[j].New = countCreated(items[i : i+n])
+					i += n
+				}
+			}
+			if c.o.ReadLinks {
+				i++
+			}
+		}
+	}
+	if err != nil {
+		q.fail(batch, err)
+		return
+	}
+	// Then the outcomes, each written only over the version it was leased
+	// at: a record changed since (a sighting, a requeue, a reapplied
+	// config, the next holder of a partition this process lost) is read
+	// again and judged as it stands.
+	var recs ndjson
+	for _, c := range batch {
+		d := s.toDoc(&c.rec, c.l.seq)
+		if c.o.State == frontier.Waiting {
+			d.Seq = s.now().UnixNano() // back at the tail of its queue
+		}
+		recs.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(c.rec.URL), "routing": d.Host,
+			"if_seq_no": c.l.seqNo, "if_primary_term": c.l.term}})
+		recs.line(map[string]any{"doc": docFields(&d)})
+	}
+	err = s.retry(ctx, func() (err error) {
+		items, err = s.bulk(ctx, recs.Bytes(), "")
+		return err
+	})
+	if err != nil {
+		q.fail(batch, err)
+		return
+	}
+	var again []*completion
+	errs := make([]error, len(batch))
+	for k, c := range batch {
+		switch {
+		case k >= len(items):
+			errs[k] = errors.New("esfrontier: short _bulk answer")
+		case items[k].Status == 409:
+			again = append(again, c)
+		default:
+			if e := itemError(&items[k]); e != nil {
+				errs[k] = fmt.Errorf("esfrontier: %s: %w", c.rec.URL, e)
+			}
+		}
+	}
+	if len(again) > 0 {
+		byURL := make(map[string]*completion, len(again))
+		urls := make([]string, len(again))
+		for i, c := range again {
+			byURL[c.rec.URL], urls[i] = c, c.rec.URL
+		}
+		_, _, cerrs, cerr := s.change(urls, func(r *frontier.Record) (bool, error) {
+			if r.State != frontier.Waiting {
+				return false, nil // decided by someone else: that stands
+			}
+			c := byURL[r.URL]
+			rec := c.rec
+			rec.Cycle, rec.SeenCycle, rec.Lastmod, rec.Orphan = r.Cycle, r.SeenCycle, r.Lastmod, r.Orphan
+			*r = rec
+			return true, nil
+		})
+		for i, c := range again {
+			e := cerr
+			if e == nil {
+				e = cerrs[i]
+			}
+			for k := range batch {
+				if batch[k] == c {
+					errs[k] = e
+				}
+			}
+		}
+	}
+	for k, c := range batch {
+		q.finish(c, errs[k])
+	}
+	s.markSeen(batch)
+}
+
+// fail ends every lease of batch unrecorded and breaks the store: the
+// cluster did not take a write after every retry.
+func (q *scheduler) fail(batch []*completion, err error) {
+	e := &Error{Op: "record outcomes", Err: err}
+	q.mu.Lock()
+	if q.broken == nil {
+		q.broken = e
+	}
+	q.mu.Unlock()
+	for _, c := range batch {
+		q.finish(c, e)
+	}
+}
+
+func (s *Store) retry(ctx context.Context, fn func() error) error {
+	var err error
+	for i := 0; ; i++ {
+		if err = fn(); err == nil {
+			return nil
+		}
+		if i == len(retryWaits) {
+			return err
+		}
+		select {
+		case <-time.After(retryWaits[i]):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+// docFields are the fields an outcome sets: not those other processes
+// change concurrently (the cycle and sightings of Add, orphan marks).
+func docFields(d *doc) map[string]any {
+	js, _ := json.Marshal(d)
+	var m map[string]any
+	_ = json.Unmarshal(js, &m)
+	for _, k := range []string{"seen", "lastmod", "cycle", "orphan", "url", "host", "part", "source"} {
+		delete(m, k)
+	}
+	return m
+}
+
+// dropURLs takes excluded URLs out of the hosts' buffers.
+func (q *scheduler) dropURLs(urls map[string]string) {
+	if len(urls) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, h := range q.hosts {
+		kept := h.queue[:0]
+		for _, it := range h.queue {
+			if _, ok := urls[it.rec.URL]; !ok {
+				kept = append(kept, it)
+			}
+		}
+		h.queue = kept
+	}
+}

@@ -1,0 +1,56 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/sink"
+)
+
+// openStore opens the state store cfg names: the embedded one under
+// state_dir, or, with cluster.state_index, the one in Elasticsearch that
+// several processes share.
+func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, error) {
+	if cl := &cfg.Cluster; cl.StateIndex != "" {
+		es, err := sink.Client(cfg.Elasticsearch)
+		if err != nil {
+			return nil, nil, fmt.Errorf("state store: %w", err)
+		}
+		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
+			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
+			Shards: cfg.Elasticsearch.Shards, Replicas: cfg.Elasticsearch.Replicas, Log: c.log})
+		if err != nil {
+			return nil, nil, err
+		}
+		c.cluster = s
+		return s, s, nil
+	}
+	f, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
+		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
+	if err != nil {
+		return nil, nil, err
+	}
+	c.bolt = f
+	return f, f, nil
+}
+
+// Store is the state store as the crawl uses it.
+func (c *Crawler) Store() frontier.Store { return c.front }
+
+// Cluster is the state store shared with other processes, nil when the
+// state is embedded.
+func (c *Crawler) Cluster() *esfrontier.Store { return c.cluster }
+
+// clusterWarnings are what a cluster's store does not do yet.
+func (c *Crawler) clusterWarnings(report *Report) {
+	if c.cluster == nil {
+		return
+	}
+	msg := "the state is shared in Elasticsearch (cluster.state_index): budgets are not enforced and URL histories are not kept"
+	report.Warn(msg)
+	c.log.Warn(msg)
+}

@@ -1,0 +1,15 @@
+package sink
+
+import (
+	"net/http"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/crawlspace/crawlspace/config"
+)
+
+// Client is a client of the cluster cfg names, with the sink's TLS,
+// credentials and timeouts, for the state store that lives there too.
+func Client(cfg *config.Elasticsearch) (*elasticsearch.Client, error) {
+	return newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return rt })
+}
