@@ -350,7 +350,7 @@ func (o *ownership) tick(ctx context.Context) error {
 	o.mu.Unlock()
 	if len(taken) > 0 || len(retry) > 0 {
 		// What the last holder stored is searchable before the first read.
-		err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_refresh", nil, nil)
+		err := s.refresh(ctx)
 		if err == nil && len(retry) > 0 {
 			// The partitions of a process taken for dead: the pages whose
 			// document it had not yet seen acknowledged are fetched and

@@ -280,8 +280,8 @@ func (q *scheduler) clusterIdle(ctx context.Context) (bool, error) {
 		return q.idleDone, nil
 	}
 	s := q.s
-	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_refresh", nil, nil); err != nil {
-		return false, &Error{Op: "refresh", Err: err}
+	if err := s.refresh(ctx); err != nil {
+		return false, err
 	}
 	q.mu.Lock()
 	held := make([]string, 0, len(q.held))

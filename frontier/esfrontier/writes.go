@@ -209,6 +209,12 @@ func (s *Store) page(filter []any, after string) ([]frontier.Record, error) {
 // sweep walks the records q selects a page at a time and applies fn to
 // each through change, counting the records it changed.
 func (s *Store) sweep(q frontier.Query, fn func(r *frontier.Record) bool) (int, error) {
+	// Every change stored before the sweep is to be seen by it: each
+	// record is read again before it is changed, but one whose stored
+	// state is not yet searchable would not be selected at all.
+	if err := s.refresh(context.Background()); err != nil {
+		return 0, err
+	}
 	total := 0
 	for {
 		recs, next, err := s.Scan(q)
@@ -246,6 +252,14 @@ func (s *Store) sweep(q frontier.Query, fn func(r *frontier.Record) bool) (int, 
 	}
 }
 
+// refresh makes every write to the URL index stored so far searchable.
+func (s *Store) refresh(ctx context.Context) error {
+	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_refresh", nil, nil); err != nil {
+		return &Error{Op: "refresh", Err: err}
+	}
+	return nil
+}
+
 func (s *Store) requeue(r *frontier.Record, c frontier.Class) {
 	r.State, r.Class, r.Reason, r.Cycle = frontier.Waiting, c, "", s.Cycle()
 }
@@ -258,6 +272,12 @@ func (s *Store) Pending() ([]frontier.Record, error) {
 	parts := s.own.parts()
 	if len(parts) == 0 {
 		return nil, nil
+	}
+	// Read at a cycle's start, right after the last cycle's acknowledgements
+	// were stored: unrefreshed, the index would still list them pending, and
+	// their pages would be fetched and written again.
+	if err := s.refresh(context.Background()); err != nil {
+		return nil, err
 	}
 	var out []frontier.Record
 	filter := []any{
