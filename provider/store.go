@@ -22,7 +22,8 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 		}
 		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
 			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
-			Shards: cfg.Elasticsearch.Shards, Replicas: cfg.Elasticsearch.Replicas, Log: c.log})
+			Shards: cfg.Elasticsearch.Shards, Replicas: cfg.Elasticsearch.Replicas, Log: c.log,
+			History: frontier.DefaultHistory})
 		if err != nil {
 			return nil, nil, err
 		}

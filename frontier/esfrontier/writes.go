@@ -53,6 +53,14 @@ func (s *Store) mget(ctx context.Context, urls []string) ([]*stored, error) {
 // the record, or an error refusing it. It returns each URL's record as
 // stored after the change and its refusal (frontier.ErrNotFound, or fn's).
 func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error)) ([]frontier.Record, []bool, []error, error) {
+	return s.changeNoting(urls, func(r *frontier.Record, _ func(...frontier.Event)) (bool, error) { return fn(r) })
+}
+
+// changeNoting is change where fn may note the events its change adds to
+// the URL's history; a change of state it notes none for records the
+// sweep's event (sweepEvent). The history is carried over from the
+// record read, so it costs no request.
+func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note func(...frontier.Event)) (bool, error)) ([]frontier.Record, []bool, []error, error) {
 	ctx := context.Background()
 	recs := make([]frontier.Record, len(urls))
 	changed := make([]bool, len(urls))
@@ -83,8 +91,10 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 				continue
 			}
 			r := st.doc.record()
+			before := r
 			wasWaiting := r.State == frontier.Waiting
-			ok, ferr := fn(&r)
+			var evs []frontier.Event
+			ok, ferr := fn(&r, func(e ...frontier.Event) { evs = append(evs, e...) })
 			recs[i], errs[i], changed[i] = r, ferr, ok && ferr == nil
 			if !changed[i] {
 				recs[i] = st.doc.record()
@@ -95,6 +105,13 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 				seq = now + int64(j)
 			}
 			d := s.toDoc(&r, seq)
+			if len(evs) == 0 {
+				if e, ok := sweepEvent(&before, &r); ok {
+					evs = append(evs, e)
+				}
+			}
+			d.Hist, d.HistN = st.doc.Hist, st.doc.HistN
+			s.addHist(&d, evs)
 			b.line(map[string]any{"index": map[string]any{"_index": s.urls, "_id": docID(r.URL), "routing": d.Host,
 				"if_seq_no": st.seq, "if_primary_term": st.term}})
 			b.line(d)
@@ -184,7 +201,7 @@ func (s *Store) Scan(q frontier.Query) ([]frontier.Record, string, error) {
 // page reads the next pageSize records filter selects after the URL
 // after, in URL order.
 func (s *Store) page(filter []any, after string) ([]frontier.Record, error) {
-	body := map[string]any{"size": pageSize, "sort": []any{map[string]any{"url": "asc"}},
+	body := map[string]any{"size": pageSize, "sort": []any{map[string]any{"url": "asc"}}, "_source": map[string]any{"excludes": []string{"hist"}},
 		"query": map[string]any{"bool": map[string]any{"filter": filter}}}
 	if after != "" {
 		body["search_after"] = []string{after}
@@ -311,8 +328,11 @@ func (s *Store) Acknowledge(acks []frontier.Ack) ([]error, error) {
 		}
 		byURL[a.URL] = append(byURL[a.URL], a)
 	}
-	_, _, errs, err := s.change(urls, func(r *frontier.Record) (bool, error) {
+	_, _, errs, err := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
 		for _, a := range byURL[r.URL] {
+			if a.Event.Kind != 0 {
+				note(a.Event)
+			}
 			if a.Failed {
 				r.Hash = ""
 				if !a.Delete && r.State == frontier.Fetched {
