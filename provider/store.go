@@ -51,7 +51,7 @@ func (c *Crawler) clusterWarnings(report *Report) {
 	if c.cluster == nil {
 		return
 	}
-	msg := "the state is shared in Elasticsearch (cluster.state_index): budgets are not enforced and URL histories are not kept"
+	msg := "the state is shared in Elasticsearch (cluster.state_index): budgets (budget.*) are not enforced"
 	report.Warn(msg)
 	c.log.Warn(msg)
 }
