@@ -819,6 +819,11 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 	}
 }
 
+// clearable are the fields of doc left out when empty that an outcome
+// sets, with their empty values.
+var clearable = map[string]any{"reason": "", "status": 0, "err_count": 0, "temp_err_count": 0, "etag": "",
+	"last_modified": "", "hash": "", "doc_id": "", "target": ""}
+
 // docFields are the fields an outcome sets: not those other processes
 // change concurrently (the cycle and sightings of Add, orphan marks).
 func docFields(d *doc) map[string]any {
@@ -827,6 +832,14 @@ func docFields(d *doc) map[string]any {
 	_ = json.Unmarshal(js, &m)
 	for _, k := range []string{"seen", "lastmod", "cycle", "orphan", "url", "host", "part", "source"} {
 		delete(m, k)
+	}
+	// A partial update keeps the fields it leaves out: those an outcome
+	// clears (a fetch after errors, a page that lost its validators) are
+	// written empty, not omitted.
+	for k, zero := range clearable {
+		if _, ok := m[k]; !ok {
+			m[k] = zero
+		}
 	}
 	return m
 }
