@@ -23,7 +23,10 @@ import (
 // outcome's partial update, written over the version the URL was leased
 // at, sets only the slots it fills: Elasticsearch merges objects, so the
 // others stay, and the scheduler reads hn but never the history itself.
-// A slot is an array, which a merge replaces whole.
+// The other changes (acknowledgements, sweeps) read the record without
+// its history and write it the same way. A slot is an array, which a
+// merge replaces whole. A history made shorter (Options.History lowered)
+// leaves its older slots until overwritten: History returns the newest.
 
 // maxDetail bounds an event's free text, as the embedded store does.
 const maxDetail = 512
@@ -80,21 +83,9 @@ func (s *Store) histSlots(n int64, evs []frontier.Event) (map[string]histEvent, 
 	return slots, n
 }
 
-// addHist records evs in d's history, which holds the whole of it, and
-// drops events older than the history's length (left by a longer one).
+// addHist records evs in the history of d, a document to be created.
 func (s *Store) addHist(d *doc, evs []frontier.Event) {
-	slots, n := s.histSlots(d.HistN, evs)
-	if len(slots) == 0 {
-		return
-	}
-	h := make(map[string]histEvent, s.histLen)
-	for k, e := range d.Hist {
-		if e.N >= n-int64(s.histLen) {
-			h[k] = e
-		}
-	}
-	maps.Copy(h, slots)
-	d.Hist, d.HistN = h, n
+	d.Hist, d.HistN = s.histSlots(d.HistN, evs)
 }
 
 // outcomeEvents are the events a completion records: its own, then the

@@ -824,6 +824,25 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 var clearable = map[string]any{"reason": "", "status": 0, "err_count": 0, "temp_err_count": 0, "etag": "",
 	"last_modified": "", "hash": "", "doc_id": "", "target": ""}
 
+// wholeDoc is every field of d but the history, the empty ones included,
+// for a partial update that replaces the record and keeps its history.
+func wholeDoc(d *doc) map[string]any {
+	js, _ := json.Marshal(d)
+	var m map[string]any
+	_ = json.Unmarshal(js, &m)
+	for k, zero := range clearable {
+		if _, ok := m[k]; !ok {
+			m[k] = zero
+		}
+	}
+	for k, zero := range map[string]any{"depth": 0, "kind": 0, "via": "", "hops": 0, "has_links": false} {
+		if _, ok := m[k]; !ok {
+			m[k] = zero
+		}
+	}
+	return m
+}
+
 // docFields are the fields an outcome sets: not those other processes
 // change concurrently (the cycle and sightings of Add, orphan marks).
 func docFields(d *doc) map[string]any {

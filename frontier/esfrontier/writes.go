@@ -27,7 +27,7 @@ type stored struct {
 func (s *Store) mget(ctx context.Context, urls []string) ([]*stored, error) {
 	docs := make([]map[string]any, len(urls))
 	for i, u := range urls {
-		docs[i] = map[string]any{"_id": docID(u), "routing": urlnorm.Origin(u)}
+		docs[i] = map[string]any{"_id": docID(u), "routing": urlnorm.Origin(u), "_source": map[string]any{"excludes": []string{"hist"}}}
 	}
 	var ans struct {
 		Docs []struct {
@@ -58,8 +58,9 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 
 // changeNoting is change where fn may note the events its change adds to
 // the URL's history; a change of state it notes none for records the
-// sweep's event (sweepEvent). The history is carried over from the
-// record read, so it costs no request.
+// sweep's event (sweepEvent). The history is neither read nor written
+// whole: the records are read without it and written back as partial
+// updates of every other field plus the slots the events fill.
 func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note func(...frontier.Event)) (bool, error)) ([]frontier.Record, []bool, []error, error) {
 	ctx := context.Background()
 	recs := make([]frontier.Record, len(urls))
@@ -110,11 +111,14 @@ func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note fun
 					evs = append(evs, e)
 				}
 			}
-			d.Hist, d.HistN = st.doc.Hist, st.doc.HistN
-			s.addHist(&d, evs)
-			b.line(map[string]any{"index": map[string]any{"_index": s.urls, "_id": docID(r.URL), "routing": d.Host,
+			// Every field but the history, which keeps the slots not filled.
+			f := wholeDoc(&d)
+			if slots, n := s.histSlots(st.doc.HistN, evs); len(slots) > 0 {
+				f["hist"], f["hn"] = slots, n
+			}
+			b.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(r.URL), "routing": d.Host,
 				"if_seq_no": st.seq, "if_primary_term": st.term}})
-			b.line(d)
+			b.line(map[string]any{"doc": f})
 			sent = append(sent, i)
 		}
 		items, err := s.bulk(ctx, b.Bytes(), "")
@@ -128,6 +132,8 @@ func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note fun
 				errs[i] = errors.New("esfrontier: short _bulk answer")
 			case items[k].Status == 409:
 				todo = append(todo, i)
+			case items[k].Status == 404: // deleted since it was read
+				errs[i], changed[i] = frontier.ErrNotFound, false
 			default:
 				if e := itemError(&items[k]); e != nil {
 					errs[i], changed[i] = e, false
