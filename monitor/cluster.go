@@ -1,6 +1,10 @@
 package monitor
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
@@ -64,4 +68,82 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.parts, prometheus.GaugeValue, float64(n), h)
 	}
 	ch <- prometheus.MustNewConstMetric(c.at, prometheus.GaugeValue, float64(v.At.UnixNano())/1e9)
+}
+
+// ClusterView is the cluster on the status page and in /status.json, as
+// `crawlspace status` prints it: the processes sharing the crawl and the
+// partitions of the hosts, as this process last read them.
+type ClusterView struct {
+	StateIndex string          `json:"state_index"`
+	Read       time.Time       `json:"read"`
+	Partitions int             `json:"partitions"`
+	Free       []int           `json:"free_partitions"`
+	Members    []ClusterMember `json:"members"`
+}
+
+// ClusterMember is one process of the cluster.
+type ClusterMember struct {
+	Node      string    `json:"node"`
+	Alive     bool      `json:"alive"`
+	Heartbeat time.Time `json:"heartbeat"`
+	Hosts     int       `json:"hosts"`
+	InFlight  int       `json:"in_flight"`
+	// Partitions are those it holds now; a process gone holds none once
+	// its leases have expired.
+	Partitions []int `json:"partitions"`
+}
+
+// ShowCluster adds the cluster to the status page.
+func (s *Server) ShowCluster(c ClusterViewer) {
+	s.mu.Lock()
+	s.cluster = c
+	s.mu.Unlock()
+}
+
+func clusterView(stateIndex string, v esfrontier.View) *ClusterView {
+	if v.At.IsZero() {
+		return nil
+	}
+	cv := &ClusterView{StateIndex: stateIndex, Read: v.At.UTC(), Partitions: len(v.Holders), Free: []int{}}
+	held := map[string][]int{}
+	for p, h := range v.Holders {
+		if h == "" {
+			cv.Free = append(cv.Free, p)
+			continue
+		}
+		held[h] = append(held[h], p)
+	}
+	for _, m := range v.Members {
+		parts := held[m.Node]
+		if parts == nil {
+			parts = []int{}
+		}
+		cv.Members = append(cv.Members, ClusterMember{Node: m.Node, Alive: m.Alive, Heartbeat: m.Heartbeat.UTC(),
+			Hosts: m.Hosts, InFlight: m.InFlight, Partitions: parts})
+	}
+	return cv
+}
+
+// ranges writes partition numbers as people read them: 0-3,7,9-10.
+func ranges(ps []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", ps[i], ps[j])
+		} else {
+			fmt.Fprintf(&b, "%d", ps[i])
+		}
+		i = j + 1
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
 }

@@ -11,9 +11,10 @@ import (
 // The status page is rendered on the server from View, with no script:
 // it reloads itself every 10 seconds.
 var page = template.Must(template.New("status").Funcs(template.FuncMap{
-	"when": when,
-	"dur":  seconds,
-	"rate": perSecond,
+	"when":  when,
+	"dur":   seconds,
+	"rate":  perSecond,
+	"parts": ranges,
 }).Parse(`<!doctype html>
 <html lang="en">
 <head>
@@ -57,6 +58,15 @@ ul{margin:.2em 0;padding-left:1.2em}code{font-size:.95em}.small{color:#666;font-
 {{end}}<tr><th class="l">total</th><th>{{.Total.Fetched}}</th><th>{{.Total.Created}}</th><th>{{.Total.Updated}}</th><th>{{.Total.Unchanged}}</th><th>{{.Total.Deleted}}</th><th>{{.Total.Written}}</th><th>{{.Total.Errors}}</th><th>{{.Total.IndexFailures}}</th></tr>
 </table>
 {{if .Warnings}}<ul class="bad">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{end}}
+
+{{with .Cluster}}<h2>Cluster</h2>
+<div class="meta" id="cluster-meta">state {{.StateIndex}}: {{.Partitions}} partitions, {{len .Free}} free{{if .Free}} ({{parts .Free}}){{end}} · read {{when .Read $.Now}}</div>
+<table id="cluster">
+<tr><th class="l">process</th><th class="l">state</th><th class="l">heartbeat</th><th>hosts</th><th>in flight</th><th>partitions</th><th class="l">held</th></tr>
+{{range .Members}}<tr><td class="l">{{.Node}}</td><td class="l{{if not .Alive}} bad{{end}}">{{if .Alive}}alive{{else}}gone{{end}}</td><td class="l">{{.Heartbeat.Format "15:04:05"}} ({{when .Heartbeat $.Now}})</td><td>{{.Hosts}}</td><td>{{.InFlight}}</td><td>{{len .Partitions}}</td><td class="l">{{parts .Partitions}}</td></tr>
+{{end}}</table>
+<div class="small">As this process last read the cluster (every third of <code>cluster.lease_ttl</code>); hosts and in flight as each process last said.</div>
 {{end}}
 
 <h2>Errors and skipped URLs by reason</h2>

@@ -40,6 +40,7 @@ type Server struct {
 	lastErr   string
 	cycles    int
 	nextCycle time.Time
+	cluster   ClusterViewer // nil unless the state is shared
 
 	srv *http.Server
 }
@@ -135,6 +136,8 @@ type View struct {
 	Reasons []ReasonView `json:"reasons"`
 	// Counted is when the state store was last counted.
 	Counted time.Time `json:"counted,omitzero"`
+	// Cluster is the processes sharing the crawl, when they do.
+	Cluster *ClusterView `json:"cluster,omitempty"`
 }
 
 // SourceView is one source on the status page.
@@ -168,7 +171,11 @@ func (s *Server) View() View {
 	if s.last != nil {
 		v.Last = s.last
 	}
+	cluster := s.cluster
 	s.mu.Unlock()
+	if cluster != nil {
+		v.Cluster = clusterView(s.cfg.Cluster.StateIndex, cluster.Cluster())
+	}
 	if cur := s.crawler.Current(); cur != nil {
 		v.Current = cur.Clone()
 		v.Running = v.Current.Finished.IsZero() && !v.Current.Started.IsZero()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
 func TestStatusURLShowsTheWholeHistoryOfAURL(t *testing.T) {
@@ -110,5 +111,48 @@ sources:
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("status -url text lacks %q:\n%s", want, text.String())
 		}
+	}
+}
+
+func TestStatusURLShowsTheHistoryKeptInTheSharedStore(t *testing.T) {
+	t.Parallel()
+	site := opsSite(t, nil)
+	name := estest.Index(t)
+	cfg, set, _ := writeConfig(t, fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
+cluster: {state_index: %s-state, node_name: a, partitions: 4, lease_ttl: 3s}
+allow_private_networks: true
+sources:
+  - name: docs
+    start_urls: [%q]
+`, estest.URL(t), name, name, site.URL+"/"))
+	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, io.Discard), ""); code != exitOK {
+		t.Fatalf("crawl exit %d", code)
+	}
+	front, err := openClusterStatus(cfg)
+	if err != nil || front == nil {
+		t.Fatalf("open the shared store: %v", err)
+	}
+	defer front.Close()
+	var out bytes.Buffer
+	if code := statusOfURL(&out, cfg, set, front, site.URL+"/a.html", true); code != exitOK {
+		t.Fatalf("status -url: exit %d", code)
+	}
+	var st urlStatus
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, h := range st.History {
+		parts = append(parts, h.Event.String()+":"+h.Reason)
+	}
+	if got, want := strings.Join(parts, " "), "queued: fetched: write_sent:index write_done:created"; got != want {
+		t.Errorf("history of a page = %s\nwant %s", got, want)
+	}
+	if q := st.History[0]; q.Via != site.URL+"/" || q.Depth != 1 || q.Source != "docs" {
+		t.Errorf("queued event = %+v, want found on the start page at depth 1", q)
+	}
+	if f := st.History[1]; f.Bytes == 0 || f.Seconds <= 0 {
+		t.Errorf("fetched event = %+v, want its size and duration", f)
 	}
 }

@@ -63,6 +63,9 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		}
 		c.SetObserver(metrics)
 		status = monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
+		if cl := c.Cluster(); cl != nil {
+			status.ShowCluster(cl)
+		}
 		addr, err := status.Start(cfg.MetricsAddr)
 		if err != nil {
 			log.Error("cannot serve metrics and the status page", "metrics_addr", cfg.MetricsAddr, "err", err)

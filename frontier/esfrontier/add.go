@@ -45,6 +45,7 @@ func (s *Store) addLines(b *ndjson, items []frontier.Item) []addLine {
 		}
 		rec := frontier.Record{Item: *it, State: frontier.Waiting, Cycle: cycle, SeenCycle: cycle}
 		d := s.toDoc(&rec, base+int64(len(out)))
+		s.addHist(&d, []frontier.Event{{Kind: frontier.EventQueued, Source: it.Source, Class: it.Class, Depth: it.Depth, Via: it.Via}})
 		b.line(map[string]any{"create": map[string]any{"_index": s.urls, "_id": docID(it.URL), "routing": d.Host}})
 		b.line(d)
 		out = append(out, addLine{url: it.URL, item: *it})
@@ -72,10 +73,15 @@ func (s *Store) known(lines []addLine) (int, error) {
 		byURL[lines[i].url] = &lines[i].item
 	}
 	again := map[string]bool{}
-	_, changed, _, err := s.change(urls, func(r *frontier.Record) (bool, error) {
+	_, changed, _, err := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
 		it := byURL[r.URL]
 		delete(again, r.URL)
 		if r.State == frontier.Excluded && r.Orphan || it.Class == frontier.Start && r.Cycle < cycle && r.State != frontier.Waiting {
+			why := "start"
+			if r.Orphan {
+				why = "orphan_linked"
+			}
+			note(frontier.Event{Kind: frontier.EventRequeued, Class: it.Class, Reason: why})
 			r.State, r.Reason, r.Orphan, r.Cycle, r.SeenCycle = frontier.Waiting, "", false, cycle, cycle
 			r.Class, r.Shift = it.Class, it.Shift
 			again[r.URL] = true
@@ -142,6 +148,7 @@ func (s *Store) excludeLines(b *ndjson, reason string, items []frontier.Item) in
 		}
 		rec := frontier.Record{Item: *it, State: frontier.Excluded, Reason: reason, Cycle: cycle, SeenCycle: cycle}
 		d := s.toDoc(&rec, 0)
+		s.addHist(&d, []frontier.Event{{Kind: frontier.EventRefused, Reason: reason, Source: it.Source, Depth: it.Depth, Via: it.Via}})
 		b.line(map[string]any{"create": map[string]any{"_index": s.urls, "_id": docID(it.URL), "routing": d.Host}})
 		b.line(d)
 		n++

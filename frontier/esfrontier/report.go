@@ -70,9 +70,6 @@ func (o *ownership) look(ctx context.Context) error {
 	return nil
 }
 
-// History is not kept by this store: a URL's record is its state.
-func (s *Store) History(string) ([]frontier.Event, error) { return nil, nil }
-
 // Usage counts the source's URLs and hosts; requests per cycle are not
 // counted by this store.
 func (s *Store) Usage(source string) (frontier.Usage, error) {

@@ -58,6 +58,7 @@ type queued struct {
 	seq int64
 	// seqNo and term are the version the record was read at.
 	seqNo, term int64
+	histN       int64 // events in its history
 }
 
 type scheduler struct {
@@ -262,7 +263,7 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 			q.askLoad()
 		}
 		h.inflight++
-		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term}
+		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN}
 		q.leases[it.rec.URL] = l
 		return l, 0
 	}
@@ -357,7 +358,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 		"aggs": map[string]any{"hosts": map[string]any{
 			"terms": map[string]any{"field": "host", "size": maxHosts},
 			"aggs": map[string]any{"due": map[string]any{"top_hits": map[string]any{
-				"size": hostBuffer, "seq_no_primary_term": true, "sort": []any{map[string]any{"level": "asc"}, map[string]any{"seq": "asc"}}}}}}}}
+				"size": hostBuffer, "seq_no_primary_term": true, "_source": map[string]any{"excludes": []string{"hist"}}, "sort": []any{map[string]any{"level": "asc"}, map[string]any{"seq": "asc"}}}}}}}}
 	var ans struct {
 		Aggregations struct {
 			Hosts struct {
@@ -403,7 +404,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			if _, ok := q.recent[d.URL]; ok {
 				continue // stored since the index's last refresh, maybe: the answer may be stale
 			}
-			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm})
+			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN})
 		}
 		h.more = b.DocCount > len(b.Due.Hits.Hits)
 	}
@@ -455,8 +456,11 @@ type lease struct {
 	seq   int64
 	seqNo int64
 	term  int64
-	done  bool // CompleteAsync or Release was called
-	ended bool // its outcome is on its way to the index
+	histN int64         // events in its history when leased
+	bytes int64         // Fetched's, for the history
+	took  time.Duration // Fetched's
+	done  bool          // CompleteAsync or Release was called
+	ended bool          // its outcome is on its way to the index
 }
 
 func (l *lease) Item() frontier.Item { return l.rec.Item }
@@ -469,7 +473,9 @@ func (l *lease) Record() frontier.Record {
 
 func (l *lease) HostKey() string { return l.h.key }
 
-func (l *lease) Fetched(int64, time.Duration) {}
+// Fetched notes the size and duration of the request made for the lease,
+// for the history event its completion records.
+func (l *lease) Fetched(bytes int64, took time.Duration) { l.bytes, l.took = bytes, took }
 
 var errLeaseDone = errors.New("esfrontier: lease already ended")
 
@@ -480,6 +486,8 @@ type completion struct {
 	rec   frontier.Record
 	done  func(error)
 	links []uint64
+	// events are the history events its outcome records.
+	events []frontier.Event
 	// addLines and excl are the _bulk lines of Found's links and of each
 	// of its refusals.
 	addLines []addLine
@@ -585,7 +593,7 @@ func (l *lease) Release() {
 	l.h.inflight--
 	delete(q.leases, l.rec.URL)
 	if q.parts[l.h.part] {
-		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term}}, l.h.queue...)
+		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN}}, l.h.queue...)
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -708,6 +716,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 	// config, the next holder of a partition this process lost) is read
 	// again and judged as it stands.
 	var recs ndjson
+	now := s.now()
 	for _, c := range batch {
 		d := s.toDoc(&c.rec, c.l.seq)
 		if c.o.State == frontier.Waiting {
@@ -715,7 +724,12 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		}
 		recs.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(c.rec.URL), "routing": d.Host,
 			"if_seq_no": c.l.seqNo, "if_primary_term": c.l.term}})
-		recs.line(map[string]any{"doc": docFields(&d)})
+		f := docFields(&d)
+		if s.histLen > 0 {
+			c.events = outcomeEvents(c, now)
+			f["hist"], f["hn"] = s.histSlots(c.l.histN, c.events)
+		}
+		recs.line(map[string]any{"doc": f})
 	}
 	err = s.retry(ctx, func() (err error) {
 		items, err = s.bulk(ctx, recs.Bytes(), "")
@@ -745,7 +759,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		for i, c := range again {
 			byURL[c.rec.URL], urls[i] = c, c.rec.URL
 		}
-		_, _, cerrs, cerr := s.change(urls, func(r *frontier.Record) (bool, error) {
+		_, _, cerrs, cerr := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
 			if r.State != frontier.Waiting {
 				return false, nil // decided by someone else: that stands
 			}
@@ -753,6 +767,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			rec := c.rec
 			rec.Cycle, rec.SeenCycle, rec.Lastmod, rec.Orphan = r.Cycle, r.SeenCycle, r.Lastmod, r.Orphan
 			*r = rec
+			note(c.events...)
 			return true, nil
 		})
 		for i, c := range again {
@@ -804,6 +819,30 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 	}
 }
 
+// clearable are the fields of doc left out when empty that an outcome
+// sets, with their empty values.
+var clearable = map[string]any{"reason": "", "status": 0, "err_count": 0, "temp_err_count": 0, "etag": "",
+	"last_modified": "", "hash": "", "doc_id": "", "target": ""}
+
+// wholeDoc is every field of d but the history, the empty ones included,
+// for a partial update that replaces the record and keeps its history.
+func wholeDoc(d *doc) map[string]any {
+	js, _ := json.Marshal(d)
+	var m map[string]any
+	_ = json.Unmarshal(js, &m)
+	for k, zero := range clearable {
+		if _, ok := m[k]; !ok {
+			m[k] = zero
+		}
+	}
+	for k, zero := range map[string]any{"depth": 0, "kind": 0, "via": "", "hops": 0, "has_links": false} {
+		if _, ok := m[k]; !ok {
+			m[k] = zero
+		}
+	}
+	return m
+}
+
 // docFields are the fields an outcome sets: not those other processes
 // change concurrently (the cycle and sightings of Add, orphan marks).
 func docFields(d *doc) map[string]any {
@@ -812,6 +851,14 @@ func docFields(d *doc) map[string]any {
 	_ = json.Unmarshal(js, &m)
 	for _, k := range []string{"seen", "lastmod", "cycle", "orphan", "url", "host", "part", "source"} {
 		delete(m, k)
+	}
+	// A partial update keeps the fields it leaves out: those an outcome
+	// clears (a fetch after errors, a page that lost its validators) are
+	// written empty, not omitted.
+	for k, zero := range clearable {
+		if _, ok := m[k]; !ok {
+			m[k] = zero
+		}
 	}
 	return m
 }

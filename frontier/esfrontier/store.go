@@ -71,6 +71,9 @@ type Options struct {
 	// means 1 shard, and Replicas nil leaves the cluster's default.
 	Shards   int
 	Replicas *int
+	// History is how many events each URL's history keeps (see
+	// frontier.Options.History); zero keeps none.
+	History int
 }
 
 // DefaultPartitions and DefaultLeaseTTL are the zero Options' values.
@@ -91,6 +94,7 @@ type Store struct {
 	node     string
 	parts    int
 	ttl      time.Duration
+	histLen  int
 	policy   func(string) frontier.HostPolicy
 	now      func() time.Time
 	cycle    atomic.Uint64
@@ -136,7 +140,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		opt.Policy = func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 2} }
 	}
 	s := &Store{es: opt.Client, urls: opt.Prefix + "-urls", links: opt.Prefix + "-links", meta: opt.Prefix + "-meta",
-		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, policy: opt.Policy, now: opt.Now, log: opt.Log,
+		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, histLen: opt.History, policy: opt.Policy, now: opt.Now, log: opt.Log,
 		seen: map[uint64]struct{}{}}
 	if opt.ReadOnly {
 		return s.openReadOnly(ctx)
@@ -261,6 +265,11 @@ type doc struct {
 	SeenCycle    uint64 `json:"seen"`
 	HasLinks     bool   `json:"has_links,omitempty"`
 	Orphan       bool   `json:"orphan"`
+	// HistN counts the events of the URL's history, Hist holds the newest
+	// (see history.go); toDoc leaves both out, so a write sets them only
+	// where it means to.
+	HistN int64                `json:"hn,omitempty"`
+	Hist  map[string]histEvent `json:"hist,omitempty"`
 }
 
 func nanos(t time.Time) int64 {

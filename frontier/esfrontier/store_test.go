@@ -225,3 +225,25 @@ func TestPendingListsOnlyWritesStillUnacknowledgedRightAfterTheAcknowledgements(
 		t.Errorf("Pending lists %v, want %v: only the write never acknowledged", got, want)
 	}
 }
+
+func TestAFetchAfterErrorsClearsTheirCountAndReason(t *testing.T) {
+	t.Parallel()
+	s := openHistory(t, 0)
+	if _, err := s.BeginCycle(); err != nil {
+		t.Fatal(err)
+	}
+	u := "http://a.test/"
+	if _, err := s.Add(frontier.Item{URL: u, Source: "s", Class: frontier.Start}); err != nil {
+		t.Fatal(err)
+	}
+	fetchOne(t, s, u, frontier.Outcome{State: frontier.Waiting, Status: 503, Reason: "http_503"})
+	fetchOne(t, s, u, frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h"})
+	r, _, err := s.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != frontier.Fetched || r.TempErrCount != 0 || r.Reason != "" || r.Status != 200 {
+		t.Errorf("record after a retry then a fetch = %s %d, %d temporary errors, reason %q; want fetched 200, 0, none",
+			r.State, r.Status, r.TempErrCount, r.Reason)
+	}
+}

@@ -27,7 +27,7 @@ type stored struct {
 func (s *Store) mget(ctx context.Context, urls []string) ([]*stored, error) {
 	docs := make([]map[string]any, len(urls))
 	for i, u := range urls {
-		docs[i] = map[string]any{"_id": docID(u), "routing": urlnorm.Origin(u)}
+		docs[i] = map[string]any{"_id": docID(u), "routing": urlnorm.Origin(u), "_source": map[string]any{"excludes": []string{"hist"}}}
 	}
 	var ans struct {
 		Docs []struct {
@@ -53,6 +53,15 @@ func (s *Store) mget(ctx context.Context, urls []string) ([]*stored, error) {
 // the record, or an error refusing it. It returns each URL's record as
 // stored after the change and its refusal (frontier.ErrNotFound, or fn's).
 func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error)) ([]frontier.Record, []bool, []error, error) {
+	return s.changeNoting(urls, func(r *frontier.Record, _ func(...frontier.Event)) (bool, error) { return fn(r) })
+}
+
+// changeNoting is change where fn may note the events its change adds to
+// the URL's history; a change of state it notes none for records the
+// sweep's event (sweepEvent). The history is neither read nor written
+// whole: the records are read without it and written back as partial
+// updates of every other field plus the slots the events fill.
+func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note func(...frontier.Event)) (bool, error)) ([]frontier.Record, []bool, []error, error) {
 	ctx := context.Background()
 	recs := make([]frontier.Record, len(urls))
 	changed := make([]bool, len(urls))
@@ -83,8 +92,10 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 				continue
 			}
 			r := st.doc.record()
+			before := r
 			wasWaiting := r.State == frontier.Waiting
-			ok, ferr := fn(&r)
+			var evs []frontier.Event
+			ok, ferr := fn(&r, func(e ...frontier.Event) { evs = append(evs, e...) })
 			recs[i], errs[i], changed[i] = r, ferr, ok && ferr == nil
 			if !changed[i] {
 				recs[i] = st.doc.record()
@@ -95,9 +106,19 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 				seq = now + int64(j)
 			}
 			d := s.toDoc(&r, seq)
-			b.line(map[string]any{"index": map[string]any{"_index": s.urls, "_id": docID(r.URL), "routing": d.Host,
+			if len(evs) == 0 {
+				if e, ok := sweepEvent(&before, &r); ok {
+					evs = append(evs, e)
+				}
+			}
+			// Every field but the history, which keeps the slots not filled.
+			f := wholeDoc(&d)
+			if slots, n := s.histSlots(st.doc.HistN, evs); len(slots) > 0 {
+				f["hist"], f["hn"] = slots, n
+			}
+			b.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(r.URL), "routing": d.Host,
 				"if_seq_no": st.seq, "if_primary_term": st.term}})
-			b.line(d)
+			b.line(map[string]any{"doc": f})
 			sent = append(sent, i)
 		}
 		items, err := s.bulk(ctx, b.Bytes(), "")
@@ -111,6 +132,8 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 				errs[i] = errors.New("esfrontier: short _bulk answer")
 			case items[k].Status == 409:
 				todo = append(todo, i)
+			case items[k].Status == 404: // deleted since it was read
+				errs[i], changed[i] = frontier.ErrNotFound, false
 			default:
 				if e := itemError(&items[k]); e != nil {
 					errs[i], changed[i] = e, false
@@ -184,7 +207,7 @@ func (s *Store) Scan(q frontier.Query) ([]frontier.Record, string, error) {
 // page reads the next pageSize records filter selects after the URL
 // after, in URL order.
 func (s *Store) page(filter []any, after string) ([]frontier.Record, error) {
-	body := map[string]any{"size": pageSize, "sort": []any{map[string]any{"url": "asc"}},
+	body := map[string]any{"size": pageSize, "sort": []any{map[string]any{"url": "asc"}}, "_source": map[string]any{"excludes": []string{"hist"}},
 		"query": map[string]any{"bool": map[string]any{"filter": filter}}}
 	if after != "" {
 		body["search_after"] = []string{after}
@@ -311,8 +334,11 @@ func (s *Store) Acknowledge(acks []frontier.Ack) ([]error, error) {
 		}
 		byURL[a.URL] = append(byURL[a.URL], a)
 	}
-	_, _, errs, err := s.change(urls, func(r *frontier.Record) (bool, error) {
+	_, _, errs, err := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
 		for _, a := range byURL[r.URL] {
+			if a.Event.Kind != 0 {
+				note(a.Event)
+			}
 			if a.Failed {
 				r.Hash = ""
 				if !a.Delete && r.State == frontier.Fetched {
