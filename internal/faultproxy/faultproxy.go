@@ -49,6 +49,10 @@ const (
 	// Fault.Status and the error Elasticsearch gives for it; the other
 	// items get the node's own answer. Other requests pass.
 	FailItems
+	// LoseAnswer forwards the request, lets the node apply it, and
+	// closes the connection instead of passing the answer on: the client
+	// cannot tell a change that was made from one that was not.
+	LoseAnswer
 )
 
 // Fault is the behaviour set with Set.
@@ -63,6 +67,9 @@ type Fault struct {
 	// IDs, for FailItems, limits the selection to the items with these
 	// document ids; empty selects any item.
 	IDs []string
+	// Path, when set, limits the fault to the requests whose path and
+	// query contain it ("/_bulk?refresh=true"); the others pass.
+	Path string
 }
 
 // Stats counts what the proxy saw since it started.
@@ -232,6 +239,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.active.Done()
+	if f.Path != "" && !strings.Contains(r.URL.RequestURI(), f.Path) {
+		f.Mode = Pass
+	}
 	switch f.Mode {
 	case Refuse, Drop:
 		p.count(func(s *Stats) { s.Faulted++ })
@@ -247,6 +257,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		p.count(func(s *Stats) { s.Faulted++ })
 		writeError(w, f.Status)
+	case LoseAnswer:
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		p.forward(r, body) // what the node answered is what is lost
+		p.count(func(s *Stats) { s.Faulted++ })
+		drop(w)
 	case FailItems:
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/_bulk") {
 			p.failItems(w, r)

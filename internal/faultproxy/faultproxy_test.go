@@ -227,3 +227,24 @@ func TestFailItemsByIDFailsThoseDocumentsEveryTime(t *testing.T) {
 		t.Errorf("stats: %+v, want 3 items failed", st)
 	}
 }
+
+func TestLoseAnswerAppliesTheChangeOnlyThePathSelectsAndDropsItsAnswer(t *testing.T) {
+	p := estest.Proxy(t)
+	index := estest.Index(t)
+	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.LoseAnswer, Path: "/_bulk?refresh=true"})
+	body := "{\"index\":{\"_id\":\"a\"}}\n{\"n\":\"a\"}\n"
+	_, _, err := do(http.MethodPost, p.URL+"/"+index+"/_bulk?refresh=true", body)
+	if err == nil || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		t.Fatalf("a request the path selects: %v, want EOF or a reset", err)
+	}
+	if !stored(t, index, "a") {
+		t.Error("the node does not hold the document whose answer was lost")
+	}
+	// Health's path is not selected: it passes.
+	if err := health(p); err != nil {
+		t.Fatalf("a request the path does not select: %v", err)
+	}
+	if st := p.Stats(); st.Faulted != 1 {
+		t.Errorf("stats: %+v, want the one lost answer", st)
+	}
+}
