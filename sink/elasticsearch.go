@@ -788,13 +788,22 @@ func (s *Elasticsearch) PointAlias(ctx context.Context) error {
 }
 
 func (s *Elasticsearch) aliasTargets(ctx context.Context) ([]string, error) {
+	return s.aliasTargetsAgain(ctx, true)
+}
+
+// aliasTargetsAgain is aliasTargets; again reads the alias once more when
+// another process added it after it was found missing.
+func (s *Elasticsearch) aliasTargetsAgain(ctx context.Context, again bool) ([]string, error) {
 	res, err := s.client.Indices.GetAlias(s.client.Indices.GetAlias.WithName(s.alias), s.client.Indices.GetAlias.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("elasticsearch alias %s: %w", s.alias, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode == http.StatusNotFound {
-		return nil, s.refuseConcreteIndexNamedLikeAlias(ctx)
+		if err := s.refuseConcreteIndexNamedLikeAlias(ctx); err != nil || !again {
+			return nil, err
+		}
+		return s.aliasTargetsAgain(ctx, false)
 	}
 	if res.IsError() {
 		return nil, fmt.Errorf("elasticsearch alias %s: %s", s.alias, res.String())
@@ -811,14 +820,24 @@ func (s *Elasticsearch) aliasTargets(ctx context.Context) ([]string, error) {
 }
 
 // refuseConcreteIndexNamedLikeAlias explains the one setup an alias cannot be
-// added to: a concrete index already carrying the alias's name.
+// added to: a concrete index already carrying the alias's name. An alias
+// another process of a shared crawl added since it was found missing is
+// no such index (HEAD answers 200 for both): the GET index API names the
+// concrete indices it resolves to.
 func (s *Elasticsearch) refuseConcreteIndexNamedLikeAlias(ctx context.Context) error {
-	res, err := s.client.Indices.Exists([]string{s.alias}, s.client.Indices.Exists.WithContext(ctx))
+	res, err := s.client.Indices.Get([]string{s.alias}, s.client.Indices.Get.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("elasticsearch alias %s: %w", s.alias, err)
 	}
-	res.Body.Close()
-	if res.StatusCode == http.StatusOK {
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil
+	}
+	var byIndex map[string]json.RawMessage
+	if err := json.NewDecoder(res.Body).Decode(&byIndex); err != nil {
+		return fmt.Errorf("elasticsearch index %s: %w", s.alias, err)
+	}
+	if _, concrete := byIndex[s.alias]; concrete {
 		return fmt.Errorf("elasticsearch: %q is a concrete index, not an alias; crawlspace writes to a versioned index behind the alias %q — delete or rename that index, or choose another elasticsearch.index", s.alias, s.alias)
 	}
 	return nil
