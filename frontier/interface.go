@@ -62,6 +62,18 @@ type Lease interface {
 	Release()
 }
 
+// Fenced is a Lease that a store shared by several processes may take
+// back before it ends: once Fence is done, this process can no longer be
+// sure it alone fetches from the URL's host (the hold on the host's share
+// of the crawl could not be renewed in time, and another process may take
+// it over). The request for the lease must then not start, and one under
+// way stops: the worker gives the lease back (Release), and the URL is
+// fetched by whoever holds its host next.
+type Fenced interface {
+	Lease
+	Fence() context.Context
+}
+
 // Writes keeps the document writes recorded pending (Outcome.Pending)
 // until the index acknowledges them, so that none is lost to a crash.
 type Writes interface {

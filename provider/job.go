@@ -103,8 +103,19 @@ type end struct {
 	fetched   time.Time
 }
 
+// errFenced ends the work on a lease whose fence is done (frontier.Fenced).
+var errFenced = errors.New("the lease's partition may have passed to another process")
+
 // process fetches one leased URL and records its outcome.
 func (c *Crawler) process(ctx context.Context, lease frontier.Lease) {
+	if f, ok := lease.(frontier.Fenced); ok {
+		// A shared store's lease may be taken back: no request for it once
+		// its fence is done (run releases the URL when ctx ends).
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		stop := context.AfterFunc(f.Fence(), func() { cancel(errFenced) })
+		defer func() { stop(); cancel(nil) }()
+	}
 	j := &job{c: c, lease: lease, item: lease.Item(), rec: lease.Record()}
 	j.src = c.sources[j.item.Source]
 	j.finish(j.run(ctx))
@@ -131,7 +142,9 @@ func (j *job) run(ctx context.Context) end {
 	hdr, conditional := j.conditional()
 	start := time.Now().UTC()
 	res := j.src.fetch.Page(ctx, j.item.URL, hdr)
-	if ctx.Err() != nil {
+	// A page read whole before the fence was done is kept: its outcome
+	// ends the lease, so the next holder does not fetch it again.
+	if ctx.Err() != nil && (res.Err != nil || !errors.Is(context.Cause(ctx), errFenced)) {
 		return end{kind: released}
 	}
 	if signIn := (*fetch.SignInError)(nil); errors.As(res.Err, &signIn) {

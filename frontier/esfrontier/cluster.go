@@ -29,19 +29,83 @@ type ownership struct {
 	// takenOver are partitions of dead processes whose unacknowledged
 	// writes are still to be queued again.
 	takenOver []int
-	// usableUntil is held's usable times, published whole after each
+	// fresh are held partitions not yet handed to the scheduler: taken or
+	// adopted, waiting for the refresh that makes their last holder's
+	// writes searchable. A round that fails leaves them for the next.
+	fresh map[int]bool
+	// uses is held's usable times and fences, published whole after each
 	// change: the scheduler reads it under its own lock, which must never
 	// wait for mu (tick holds mu while it calls the scheduler).
-	usableUntil atomic.Pointer[map[int]time.Time]
+	uses atomic.Pointer[map[int]partUse]
 }
 
 type heldPart struct {
 	seq, term int64
-	// usable is the last successful renewal plus two thirds of the TTL:
-	// a process that cannot renew stops fetching well before another may
-	// take the partition.
+	// usable is the start of the last successful renewal plus two thirds
+	// of the TTL: a process that cannot renew stops starting requests
+	// well before another may take the partition, at its expiry (the
+	// round's start plus the TTL).
 	usable   time.Time
 	draining bool
+	// fence is done a sixth of the TTL after usable unless a renewal
+	// moves it: the requests still under way for the partition's URLs
+	// stop then, before the expiry (see frontier.Fenced).
+	fence *fence
+}
+
+// partUse is what the scheduler needs of a held partition.
+type partUse struct {
+	until    time.Time
+	draining bool
+	fence    context.Context
+}
+
+// fence is a context done when its partition's hold can no longer be
+// relied on: a timer pushed back by each renewal, or the partition's loss.
+type fence struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+// extend records a renewal (or take) of h begun at start: no new request
+// from two thirds of the TTL after it, and those under way stop at five
+// sixths. Its fence is pushed back, or replaced once done: requests
+// stopped then stay stopped.
+func (o *ownership) extend(p int, h *heldPart, start time.Time) {
+	ttl := o.s.ttl
+	h.usable = start.Add(ttl * 2 / 3)
+	d := start.Add(ttl * 5 / 6).Sub(o.s.now())
+	if h.fence != nil && h.fence.timer.Stop() && h.fence.ctx.Err() == nil {
+		h.fence.timer.Reset(d)
+		return
+	}
+	f := &fence{}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.timer = time.AfterFunc(d, func() {
+		f.cancel()
+		o.s.log.Warn("cluster partition not renewed in time: its requests stop until a renewal succeeds", "node", o.s.node, "partition", p)
+	})
+	h.fence = f
+}
+
+// end stops h's fence: the partition is no longer held.
+func (h *heldPart) end() {
+	if h.fence != nil {
+		h.fence.timer.Stop()
+		h.fence.cancel()
+	}
+}
+
+// dropLocked forgets a held partition: another process holds it now, or
+// it was given back.
+func (o *ownership) dropLocked(p int) {
+	if h := o.held[p]; h != nil {
+		h.end()
+	}
+	delete(o.held, p)
+	delete(o.fresh, p)
+	o.s.sched.dropPart(p)
 }
 
 // leaseDoc and memberDoc are the meta index's documents of the cluster.
@@ -81,11 +145,16 @@ type Member struct {
 	Parts, Hosts, InFlight int
 }
 
-func newOwnership(s *Store) *ownership { return &ownership{s: s, held: map[int]*heldPart{}} }
+func newOwnership(s *Store) *ownership {
+	return &ownership{s: s, held: map[int]*heldPart{}, fresh: map[int]bool{}}
+}
 
 func (o *ownership) run() {
 	defer o.s.wg.Done()
-	t := time.NewTicker(o.s.ttl / 3)
+	// A round every sixth of the TTL: a renewal that takes up to half the
+	// TTL still comes before the last one's usable time (two thirds of
+	// the TTL after it began).
+	t := time.NewTicker(o.s.ttl / 6)
 	defer t.Stop()
 	for {
 		select {
@@ -93,9 +162,10 @@ func (o *ownership) run() {
 			return
 		case <-t.C:
 		}
-		// Up to half the TTL: a slow node makes late renewals, never
-		// lost ones.
-		ctx, cancel := context.WithTimeout(o.s.ctx, o.s.ttl/2)
+		// A renewal answered later than two thirds of the TTL after the
+		// round began keeps the lease but makes nothing usable: the round
+		// gives up then, and the next begins at once.
+		ctx, cancel := context.WithTimeout(o.s.ctx, o.s.ttl*2/3)
 		// A failed round is retried at the next tick; the partitions stay
 		// usable until their margin runs out.
 		if err := o.tick(ctx); err != nil && o.s.ctx.Err() == nil {
@@ -105,25 +175,31 @@ func (o *ownership) run() {
 	}
 }
 
-// usable says whether Next may lease from part's hosts now.
-func (o *ownership) usable(part int, now time.Time) bool {
-	m := o.usableUntil.Load()
+// usable says whether Next may lease from part's hosts now, and returns
+// the partition's fence for the lease.
+func (o *ownership) usable(part int, now time.Time) (context.Context, bool) {
+	m := o.uses.Load()
 	if m == nil {
-		return false
+		return nil, false
 	}
-	until, ok := (*m)[part]
-	return ok && now.Before(until)
+	u, ok := (*m)[part]
+	if !ok || u.draining || !now.Before(u.until) || u.fence == nil || u.fence.Err() != nil {
+		return nil, false
+	}
+	return u.fence, true
 }
 
-// publishLocked publishes the usable times of held.
+// publishLocked publishes the usable times and fences of held.
 func (o *ownership) publishLocked() {
-	m := make(map[int]time.Time, len(o.held))
+	m := make(map[int]partUse, len(o.held))
 	for p, h := range o.held {
-		if !h.draining {
-			m[p] = h.usable
+		u := partUse{until: h.usable, draining: h.draining}
+		if h.fence != nil {
+			u.fence = h.fence.ctx
 		}
+		m[p] = u
 	}
-	o.usableUntil.Store(&m)
+	o.uses.Store(&m)
 }
 
 // Parts lists the partitions this process holds.
@@ -147,13 +223,6 @@ func (o *ownership) tick(ctx context.Context) error {
 	s := o.s
 	now := s.now()
 	st := s.sched.stats()
-	o.mu.Lock()
-	nparts := len(o.held)
-	o.mu.Unlock()
-	member := memberDoc{Type: "member", Holder: s.node, Heartbeat: now.UnixNano(), Hosts: st.Hosts, InFlight: st.InFlight, Parts: nparts}
-	if err := s.do(ctx, http.MethodPut, "/"+s.meta+"/_doc/member-"+esc(s.node)+"?refresh=true", member, nil); err != nil {
-		return &Error{Op: "heartbeat", Err: err}
-	}
 	var ans struct {
 		Hits struct {
 			Hits []struct {
@@ -175,8 +244,9 @@ func (o *ownership) tick(ctx context.Context) error {
 	}
 	leases := make([]*seen, s.parts)
 	view := View{At: now, Holders: make([]string, s.parts)}
-	alive := 0
-	living := map[string]bool{}
+	// This process is alive whatever its member document says yet: its
+	// heartbeat is written with this round's leases.
+	living := map[string]bool{s.node: true}
 	for _, h := range ans.Hits.Hits {
 		switch h.Source.Type {
 		case "cycle":
@@ -186,19 +256,19 @@ func (o *ownership) tick(ctx context.Context) error {
 				leases[p] = &seen{doc: h.Source.leaseDoc(), seq: h.SeqNo, term: h.PrimaryTerm}
 			}
 		case "member":
+			if h.Source.Holder == s.node {
+				continue
+			}
 			m := Member{Node: h.Source.Holder, Heartbeat: time.Unix(0, h.Source.Heartbeat).UTC(),
 				Parts: h.Source.Parts, Hosts: h.Source.Hosts, InFlight: h.Source.InFlight}
 			m.Alive = now.Sub(m.Heartbeat) < s.ttl
 			if m.Alive {
-				alive++
 				living[m.Node] = true
 			}
 			view.Members = append(view.Members, m)
 		}
 	}
-	sort.Slice(view.Members, func(i, j int) bool { return view.Members[i].Node < view.Members[j].Node })
-	alive = max(alive, 1)
-	share := (s.parts + alive - 1) / alive
+	share := (s.parts + len(living) - 1) / len(living)
 
 	var body ndjson
 	type op struct {
@@ -207,27 +277,28 @@ func (o *ownership) tick(ctx context.Context) error {
 		takeover bool
 	}
 	var ops []op
+	var lost, adopted []int
 	expires := now.Add(s.ttl).UnixNano()
 	o.mu.Lock()
 	active := 0
-	var adopted, adoptedOver []int
 	for p, l := range leases {
 		// Only this node writes its name into a lease: one that names it
 		// is its own, though the answer to the write was lost (a round
 		// that timed out), or its previous run's.
 		if l != nil && l.doc.Holder == s.node && o.held[p] == nil {
 			o.held[p] = &heldPart{seq: l.seq, term: l.term}
+			o.fresh[p] = true
 			adopted = append(adopted, p)
 			if !o.started {
-				adoptedOver = append(adoptedOver, p)
+				o.takenOver = append(o.takenOver, p)
 			}
 		}
 	}
 	for p, h := range o.held {
 		if l := leases[p]; l == nil || l.doc.Holder != s.node {
 			// Someone else wrote it: it is theirs.
-			delete(o.held, p)
-			s.sched.dropPart(p)
+			o.dropLocked(p)
+			lost = append(lost, p)
 			continue
 		}
 		h.seq, h.term = leases[p].seq, leases[p].term
@@ -248,11 +319,15 @@ func (o *ownership) tick(ctx context.Context) error {
 		slices.Sort(ps)
 		for _, p := range ps[len(ps)-over:] {
 			o.held[p].draining = true
+			delete(o.fresh, p)
 			s.sched.dropPart(p)
 		}
 		active = share
 	}
 	o.publishLocked()
+	member := memberDoc{Type: "member", Holder: s.node, Heartbeat: now.UnixNano(), Hosts: st.Hosts, InFlight: st.InFlight, Parts: len(o.held)}
+	body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": "member-" + s.node}})
+	body.line(member)
 	for p, h := range o.held {
 		if h.draining && s.sched.inFlight(p) == 0 {
 			body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": h.seq, "if_primary_term": h.term}})
@@ -280,7 +355,8 @@ func (o *ownership) tick(ctx context.Context) error {
 			case l == nil:
 				body.line(map[string]any{"create": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p)}})
 			case l.doc.Holder == "" || l.doc.Expires < now.UnixNano():
-				// Free or expired.
+				// Free, or expired: its holder stopped its requests a third
+				// of the TTL ago (its fence), if it lives.
 				body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": l.seq, "if_primary_term": l.term}})
 			default:
 				continue
@@ -297,9 +373,18 @@ func (o *ownership) tick(ctx context.Context) error {
 	o.mu.Unlock()
 	items, err := s.bulk(ctx, body.Bytes(), "true")
 	if err != nil {
+		// What the node applied is known at the next round: a lease that
+		// names this process is adopted then.
+		o.logChanges(nil, lost, nil, adopted)
 		return &Error{Op: "write the leases", Err: err}
 	}
-	var taken, takenOver []int
+	if len(items) > 0 && items[0].Status/100 != 2 {
+		s.log.Warn("cluster heartbeat refused", "node", s.node, "err", itemError(&items[0]))
+	}
+	if len(items) > 0 {
+		items = items[1:]
+	}
+	var taken, released []int
 	o.mu.Lock()
 	for i, it := range items {
 		if i >= len(ops) {
@@ -308,22 +393,34 @@ func (o *ownership) tick(ctx context.Context) error {
 		p, ok := ops[i].part, it.Status/100 == 2
 		switch ops[i].kind {
 		case "renew":
-			if h := o.held[p]; h != nil {
-				if ok {
-					h.seq, h.term, h.usable = it.SeqNo, it.PrimaryTerm, now.Add(s.ttl*2/3)
-				} else {
-					delete(o.held, p)
-					s.sched.dropPart(p)
-				}
+			h := o.held[p]
+			switch {
+			case h == nil:
+			case ok:
+				h.seq, h.term = it.SeqNo, it.PrimaryTerm
+				o.extend(p, h, now)
+			case it.Status == 409:
+				o.dropLocked(p)
+				lost = append(lost, p)
 			}
+			// Any other refusal leaves the lease as it was: its fence
+			// runs out unless the next round renews it.
 		case "release":
+			if h := o.held[p]; h != nil {
+				h.end()
+			}
 			delete(o.held, p)
+			delete(o.fresh, p)
+			released = append(released, p)
 		case "take":
 			if ok {
-				o.held[p] = &heldPart{seq: it.SeqNo, term: it.PrimaryTerm, usable: now.Add(s.ttl * 2 / 3)}
+				h := &heldPart{seq: it.SeqNo, term: it.PrimaryTerm}
+				o.extend(p, h, now)
+				o.held[p] = h
+				o.fresh[p] = true
 				taken = append(taken, p)
 				if ops[i].takeover {
-					takenOver = append(takenOver, p)
+					o.takenOver = append(o.takenOver, p)
 				}
 			}
 		}
@@ -338,36 +435,70 @@ func (o *ownership) tick(ctx context.Context) error {
 			view.Holders[p] = s.node
 		}
 	}
+	view.Members = append(view.Members, Member{Node: s.node, Heartbeat: time.Unix(0, member.Heartbeat).UTC(), Alive: true,
+		Parts: len(o.held), Hosts: st.Hosts, InFlight: st.InFlight})
+	sort.Slice(view.Members, func(i, j int) bool { return view.Members[i].Node < view.Members[j].Node })
 	o.view = view
 	o.publishLocked()
-	o.mu.Unlock()
-	o.mu.Lock()
 	o.started = true
-	taken = append(taken, adopted...)
-	takenOver = append(takenOver, adoptedOver...)
-	o.takenOver = append(o.takenOver, takenOver...)
-	retry := o.takenOver
-	o.mu.Unlock()
-	if len(taken) > 0 || len(retry) > 0 {
-		// What the last holder stored is searchable before the first read.
-		err := s.refresh(ctx)
-		if err == nil && len(retry) > 0 {
-			// The partitions of a process taken for dead: the pages whose
-			// document it had not yet seen acknowledged are fetched and
-			// written again by this one (tried again at the next round
-			// until done).
-			if err = s.requeuePending(ctx, retry); err == nil {
-				o.mu.Lock()
-				o.takenOver = o.takenOver[len(retry):]
-				o.mu.Unlock()
-			}
-		}
-		s.sched.addParts(taken)
-		if err != nil {
-			return &Error{Op: "take over partitions", Err: err}
+	var fresh []int
+	for p := range o.fresh {
+		if h := o.held[p]; h != nil && !h.draining {
+			fresh = append(fresh, p)
 		}
 	}
+	retry := slices.Clone(o.takenOver)
+	o.mu.Unlock()
+	o.logChanges(taken, lost, released, adopted)
+	if len(fresh) == 0 && len(retry) == 0 {
+		return nil
+	}
+	// What the last holder stored is searchable before the first read: a
+	// partition is scheduled only after a refresh that followed its take.
+	if err := s.refresh(ctx); err != nil {
+		return &Error{Op: "take over partitions", Err: err}
+	}
+	var rerr error
+	if len(retry) > 0 {
+		// The partitions of a process taken for dead: the pages whose
+		// document it had not yet seen acknowledged are fetched and
+		// written again by this one (tried again at the next round
+		// until done).
+		if rerr = s.requeuePending(ctx, retry); rerr == nil {
+			o.mu.Lock()
+			o.takenOver = o.takenOver[len(retry):]
+			o.mu.Unlock()
+		}
+	}
+	o.mu.Lock()
+	ready := fresh[:0]
+	for _, p := range fresh {
+		// Still held: a round meanwhile may have lost it.
+		if h := o.held[p]; h != nil && !h.draining && o.fresh[p] {
+			ready = append(ready, p)
+			delete(o.fresh, p)
+		}
+	}
+	o.mu.Unlock()
+	s.sched.addParts(ready)
+	if rerr != nil {
+		return &Error{Op: "take over partitions", Err: rerr}
+	}
 	return nil
+}
+
+// logChanges tells which partitions this process took, lost, gave back
+// and found it held though its round had failed.
+func (o *ownership) logChanges(taken, lost, released, adopted []int) {
+	if len(taken)+len(lost)+len(released)+len(adopted) == 0 {
+		return
+	}
+	slices.Sort(taken)
+	slices.Sort(lost)
+	slices.Sort(released)
+	slices.Sort(adopted)
+	o.s.log.Info("cluster partitions changed", "node", o.s.node, "took", taken, "lost", lost, "gave_back", released,
+		"adopted", adopted, "holds", o.parts())
 }
 
 // waitForNamesake refuses to run beside a live process of the same name:
@@ -419,8 +550,10 @@ func (o *ownership) releaseAll(ctx context.Context) error {
 	for p, h := range o.held {
 		body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": h.seq, "if_primary_term": h.term}})
 		body.line(leaseDoc{Type: "lease", Part: p, Released: true})
+		h.end()
 	}
 	o.held = map[int]*heldPart{}
+	o.fresh = map[int]bool{}
 	o.publishLocked()
 	o.mu.Unlock()
 	body.line(map[string]any{"delete": map[string]any{"_index": s.meta, "_id": "member-" + s.node}})

@@ -32,10 +32,12 @@ const (
 	minLoadGap = 100 * time.Millisecond
 	// idleCheckGap spaces the whole-cluster checks of an idle process.
 	idleCheckGap = 500 * time.Millisecond
-	// recentKeep is how long a stored outcome may stay unsearchable: the
-	// URL index refreshes every second (refreshInterval), with a margin
-	// for a busy node.
-	recentKeep = 5 * time.Second
+	// recentKeep is how long a stored outcome whose version is unknown
+	// may stay unsearchable: the URL index refreshes every second
+	// (refreshInterval), with a margin for a busy node. One whose version
+	// is known is told from a stale read by it, for up to versionKeep.
+	recentKeep  = 5 * time.Second
+	versionKeep = time.Minute
 	// maxBatch bounds the outcomes of one write.
 	maxBatch = 256
 )
@@ -61,6 +63,19 @@ type queued struct {
 	histN       int64 // events in its history
 }
 
+// storedOutcome is when an outcome was stored and the version of the
+// URL's record it made; zero when unknown (stored after a conflict).
+type storedOutcome struct {
+	at          time.Time
+	seqNo, term int64
+}
+
+// predates says whether a read of the record at version (seqNo, term)
+// was made before the outcome was stored.
+func (o storedOutcome) predates(seqNo, term int64) bool {
+	return o.seqNo == 0 || term < o.term || term == o.term && seqNo < o.seqNo
+}
+
 type scheduler struct {
 	s      *Store
 	mu     sync.Mutex
@@ -72,16 +87,25 @@ type scheduler struct {
 	// held are URLs whose outcome could not be stored: not leased again by
 	// this process (as the embedded store holds them until the next cycle).
 	held map[string]bool
+	// unacked maps the URLs whose document write this process stored
+	// pending, until acknowledged, to their partition: a partition is
+	// given back only once they are, or its next holder would fetch
+	// them again to write them (Pending lists them to it).
+	unacked map[string]int
 	// loads counts the reads started; recent maps a URL whose outcome was
-	// stored to when, for recentKeep: a read may not see it until the
-	// index's next refresh.
+	// stored to when and the version it made: a read may not see it until
+	// the index's next refresh, which a busy node may put off.
 	loads  int
-	recent map[string]time.Time
-	wake   chan struct{}
-	loadq  chan struct{}
-	out    chan *completion
-	closed bool
-	broken error
+	recent map[string]storedOutcome
+	// addedAt is loads when each partition was last handed over: a read
+	// started before then may predate the refresh that followed the take,
+	// and another holder's outcomes since it last held the partition.
+	addedAt map[int]int
+	wake    chan struct{}
+	loadq   chan struct{}
+	out     chan *completion
+	closed  bool
+	broken  error
 
 	// idleMu orders the idle checks, whose last answer is idleDone, at
 	// idleAt, after changes counted idleGen (changes counts them all,
@@ -95,7 +119,7 @@ type scheduler struct {
 
 func newScheduler(s *Store) *scheduler {
 	return &scheduler{s: s, hosts: map[string]*host{}, parts: map[int]bool{}, leases: map[string]*lease{},
-		held: map[string]bool{}, recent: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		held: map[string]bool{}, unacked: map[string]int{}, recent: map[string]storedOutcome{}, addedAt: map[int]int{}, wake: make(chan struct{}, 1),
 		loadq: make(chan struct{}, 1), out: make(chan *completion, maxBatch)}
 }
 
@@ -126,6 +150,7 @@ func (q *scheduler) addParts(ps []int) {
 	q.mu.Lock()
 	for _, p := range ps {
 		q.parts[p] = true
+		q.addedAt[p] = q.loads
 	}
 	q.mu.Unlock()
 	q.askLoad()
@@ -144,7 +169,8 @@ func (q *scheduler) dropPart(p int) {
 	}
 }
 
-// inFlight counts part's leases, outcomes not yet stored included.
+// inFlight counts part's leases, outcomes not yet stored included, and
+// its document writes not yet acknowledged.
 func (q *scheduler) inFlight(p int) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -159,7 +185,21 @@ func (q *scheduler) inFlight(p int) int {
 			n++
 		}
 	}
+	for _, up := range q.unacked {
+		if up == p {
+			n++
+		}
+	}
 	return n
+}
+
+// acknowledged forgets the unacknowledged writes of urls.
+func (q *scheduler) acknowledged(urls []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, u := range urls {
+		delete(q.unacked, u)
+	}
 }
 
 func (q *scheduler) stats() frontier.Stats {
@@ -253,7 +293,8 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 			wait = min(wait, d)
 			continue
 		}
-		if !q.s.own.usable(h.part, now) {
+		fence, ok := q.s.own.usable(h.part, now)
+		if !ok {
 			continue
 		}
 		q.rr = (q.rr + i + 1) % n
@@ -263,7 +304,7 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 			q.askLoad()
 		}
 		h.inflight++
-		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN}
+		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN, fence: fence}
 		q.leases[it.rec.URL] = l
 		return l, 0
 	}
@@ -344,6 +385,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 		skip = append(skip, u)
 	}
 	q.loads++
+	load := q.loads
 	q.mu.Unlock()
 	if len(parts) == 0 {
 		return nil
@@ -391,7 +433,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			q.hosts[b.Key] = h
 			q.order = append(q.order, h)
 		}
-		if !q.parts[h.part] {
+		if !q.parts[h.part] || q.addedAt[h.part] >= load {
 			continue
 		}
 		found[b.Key] = true
@@ -401,21 +443,24 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			if q.leases[d.URL] != nil || q.held[d.URL] {
 				continue
 			}
-			if _, ok := q.recent[d.URL]; ok {
-				continue // stored since the index's last refresh, maybe: the answer may be stale
+			if o, ok := q.recent[d.URL]; ok {
+				if o.predates(hit.SeqNo, hit.PrimaryTerm) {
+					continue // the answer is older than the outcome stored since
+				}
+				delete(q.recent, d.URL) // it shows the outcome, or a later change
 			}
 			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN})
 		}
 		h.more = b.DocCount > len(b.Due.Hits.Hits)
 	}
-	for u, at := range q.recent {
-		if now := s.now(); now.Sub(at) > recentKeep {
+	now := s.now()
+	for u, o := range q.recent {
+		if age := now.Sub(o.at); age > recentKeep && (o.seqNo == 0 || age > versionKeep) {
 			delete(q.recent, u)
 		}
 	}
 	// Hosts the read did not return have nothing due; those idle and past
 	// their delay leave memory.
-	now := s.now()
 	kept := q.order[:0]
 	for _, h := range q.order {
 		if !found[h.key] {
@@ -461,7 +506,17 @@ type lease struct {
 	took  time.Duration // Fetched's
 	done  bool          // CompleteAsync or Release was called
 	ended bool          // its outcome is on its way to the index
+	// fence is done once the partition's hold may have lapsed (see
+	// ownership.extend): the request must not start or go on.
+	fence context.Context
 }
+
+var _ frontier.Fenced = (*lease)(nil)
+
+// Fence is done once this process can no longer be sure it alone
+// schedules the URL's host: its partition was not renewed in time, or
+// is lost.
+func (l *lease) Fence() context.Context { return l.fence }
 
 func (l *lease) Item() frontier.Item { return l.rec.Item }
 
@@ -488,6 +543,9 @@ type completion struct {
 	links []uint64
 	// events are the history events its outcome records.
 	events []frontier.Event
+	// seqNo and term are the version the outcome made, once stored;
+	// zero when it was stored after a conflict.
+	seqNo, term int64
 	// addLines and excl are the _bulk lines of Found's links and of each
 	// of its refusals.
 	addLines []addLine
@@ -607,7 +665,10 @@ func (q *scheduler) finish(c *completion, err error) {
 	if err != nil {
 		q.held[u] = true
 	} else {
-		q.recent[u] = q.s.now()
+		q.recent[u] = storedOutcome{at: q.s.now(), seqNo: c.seqNo, term: c.term}
+		if c.o.Pending != "" {
+			q.unacked[u] = c.l.h.part
+		}
 	}
 	if c.o.Found != nil && len(c.o.Found.Links) > 0 {
 		q.askLoad()
@@ -750,6 +811,8 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		default:
 			if e := itemError(&items[k]); e != nil {
 				errs[k] = fmt.Errorf("esfrontier: %s: %w", c.rec.URL, e)
+			} else {
+				c.seqNo, c.term = items[k].SeqNo, items[k].PrimaryTerm
 			}
 		}
 	}

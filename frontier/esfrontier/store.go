@@ -55,7 +55,7 @@ type Options struct {
 	// of a crawl must use the same number. Zero means 64.
 	Partitions int
 	// LeaseTTL is how long a partition stays held without renewal; zero
-	// means 30 s. Renewals happen every third of it.
+	// means 30 s. Renewals happen every sixth of it.
 	LeaseTTL time.Duration
 	// Policy is the politeness of a host, as for frontier.Options.
 	Policy func(hostKey string) frontier.HostPolicy

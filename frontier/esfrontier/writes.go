@@ -360,6 +360,7 @@ func (s *Store) Acknowledge(acks []frontier.Ack) ([]error, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.sched.acknowledged(urls)
 	byErr := make(map[string]error, len(urls))
 	for i, u := range urls {
 		byErr[u] = errs[i]

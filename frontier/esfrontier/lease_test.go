@@ -1,0 +1,218 @@
+package esfrontier_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
+)
+
+// openVia is open through addr (a fault proxy) instead of the node.
+func openVia(t *testing.T, addr, prefix, node string, ttl time.Duration) *esfrontier.Store {
+	t.Helper()
+	// As the crawl's client (sink.Client): no retries of its own.
+	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: prefix, Node: node,
+		Partitions: 8, LeaseTTL: ttl, Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// untilDeadline ends shortly before go test's -timeout would, so that a
+// wait that never ends fails with what it saw rather than a stack dump.
+func untilDeadline(t *testing.T) context.Context {
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		t.Cleanup(cancel)
+	}
+	return ctx
+}
+
+// leases reads the lease documents of prefix's crawl: holder and expiry
+// (Unix nanoseconds) by partition.
+func leases(t *testing.T, prefix string) map[int]struct {
+	Holder  string
+	Expires int64
+} {
+	t.Helper()
+	es := estest.Client(t)
+	resp, err := es.Search(es.Search.WithIndex(prefix+"-meta"), es.Search.WithBody(strings.NewReader(
+		`{"size": 100, "query": {"term": {"type": "lease"}}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				Source struct {
+					Part    int
+					Holder  string
+					Expires int64
+				} `json:"_source"`
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]struct {
+		Holder  string
+		Expires int64
+	}{}
+	for _, h := range ans.Hits.Hits {
+		out[h.Source.Part] = struct {
+			Holder  string
+			Expires int64
+		}{h.Source.Holder, h.Source.Expires}
+	}
+	return out
+}
+
+// A round's writes may be applied by the node though their answer never
+// came back (a timeout on a busy node): the next round finds the leases
+// that name this process and adopts them. Adopted in a round that fails
+// again, they were held, renewed, and never scheduled: their URLs stayed
+// Waiting for ever and no process of the crawl ever ended its cycle.
+func TestPartitionsTakenInRoundsWhoseAnswersWereLostAreScheduledOnceARoundSucceeds(t *testing.T) {
+	t.Parallel()
+	prefix := estest.Index(t)
+	a := open(t, prefix, "a", 3*time.Second)
+	a.BeginCycle()
+	var want []string
+	for h := range 16 {
+		u := fmt.Sprintf("http://h%d.test/", h)
+		want = append(want, u)
+		if _, err := a.Add(item(u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy := estest.Proxy(t)
+	b := openVia(t, proxy.URL, prefix, "b", 3*time.Second)
+	// From now on b's rounds write their leases but never hear the node's
+	// answer, while a gives the partitions over its share back.
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.LoseAnswer, Path: "/_bulk?refresh=true"})
+	ctx := untilDeadline(t)
+	for held := 0; held < 4; {
+		if ctx.Err() != nil {
+			t.Fatalf("b holds %d partitions in the node, want 4 (half of 8)", held)
+		}
+		time.Sleep(100 * time.Millisecond)
+		held = 0
+		for _, l := range leases(t, prefix) {
+			if l.Holder == "b" {
+				held++
+			}
+		}
+	}
+	// One more lost round: b adopts the leases that name it in a round
+	// that fails.
+	seen := proxy.Stats().Faulted
+	if err := proxy.Await(ctx, func(s faultproxy.Stats) bool { return s.Faulted >= seen+2 }); err != nil {
+		t.Fatal(err)
+	}
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
+	a.Close()
+	var got []string
+	for {
+		l, err := b.Next(ctx)
+		if errors.Is(err, frontier.ErrDone) {
+			break
+		}
+		if err != nil {
+			slices.Sort(got)
+			t.Fatalf("b leased %v and then %v; want each of the %d URLs", got, err, len(want))
+		}
+		got = append(got, l.Item().URL)
+		done := make(chan error, 1)
+		l.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200}, func(err error) { done <- err })
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("b leased %v, want each of %v once", got, want)
+	}
+}
+
+// A holder that cannot renew (a node that answers nothing) must stop its
+// requests before another process may take its partitions: the lease's
+// fence is done before the expiry the lease document shows, and Next
+// hands out no URL of the partition until a renewal succeeds.
+func TestALeasesFenceEndsBeforeItsPartitionMayBeTakenWhenRenewalsFail(t *testing.T) {
+	t.Parallel()
+	prefix := estest.Index(t)
+	proxy := estest.Proxy(t)
+	a := openVia(t, proxy.URL, prefix, "a", 3*time.Second)
+	a.BeginCycle()
+	a.Add(item("http://a.test/1"), item("http://a.test/2"))
+	ctx := untilDeadline(t)
+	l, err := a.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenced, ok := l.(frontier.Fenced)
+	if !ok {
+		t.Fatalf("a lease of the shared store is a %T, not a frontier.Fenced", l)
+	}
+	if err := fenced.Fence().Err(); err != nil {
+		t.Fatalf("the fence of a lease just handed out is done: %v", err)
+	}
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Status, Status: http.StatusServiceUnavailable})
+	select {
+	case <-fenced.Fence().Done():
+	case <-ctx.Done():
+		t.Fatal("the fence of a holder whose renewals all fail is not done")
+	}
+	doneAt := time.Now().UnixNano()
+	for p, lease := range leases(t, prefix) {
+		if lease.Holder == "a" && doneAt >= lease.Expires {
+			t.Errorf("the fence was done %v after partition %d's lease expired: another process could fetch from its hosts meanwhile",
+				time.Duration(doneAt-lease.Expires), p)
+		}
+	}
+	next := make(chan frontier.Lease, 1)
+	nctx, cancel := context.WithCancel(ctx)
+	go func() {
+		l, _ := a.Next(nctx)
+		next <- l
+	}()
+	l.Release()
+	// Renewals work again: the released URL is handed out again, with a
+	// fence that is not done.
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
+	var again frontier.Lease
+	select {
+	case again = <-next:
+	case <-ctx.Done():
+	}
+	cancel()
+	if again == nil {
+		t.Fatal("no URL was handed out once renewals succeeded again")
+	}
+	if err := again.(frontier.Fenced).Fence().Err(); err != nil {
+		t.Errorf("a lease handed out after a successful renewal has a done fence: %v", err)
+	}
+}
