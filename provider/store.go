@@ -23,7 +23,7 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
 			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
 			Shards: cfg.Elasticsearch.Shards, Replicas: cfg.Elasticsearch.Replicas, Log: c.log,
-			History: frontier.DefaultHistory})
+			History: frontier.DefaultHistory, Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -51,7 +51,7 @@ func (c *Crawler) clusterWarnings(report *Report) {
 	if c.cluster == nil {
 		return
 	}
-	msg := "the state is shared in Elasticsearch (cluster.state_index): budgets (budget.*) are not enforced"
+	msg := "the state is shared in Elasticsearch (cluster.state_index): the page budgets (max_pages_per_cycle, max_pages_per_host_per_cycle) are not enforced"
 	report.Warn(msg)
 	c.log.Warn(msg)
 }

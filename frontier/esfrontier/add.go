@@ -16,6 +16,7 @@ const seenMax = 1 << 20
 type addLine struct {
 	url  string
 	item frontier.Item
+	adm  *admitted // its count against the budgets, undone if it is known
 }
 
 func checkItem(it *frontier.Item) error {
@@ -37,20 +38,97 @@ func checkItem(it *frontier.Item) error {
 func (s *Store) addLines(b *ndjson, items []frontier.Item) []addLine {
 	cycle := s.Cycle()
 	base := s.now().UnixNano()
+	s.readHostBudgets(items)
 	var out []addLine
-	for i := range items {
-		it := &items[i]
-		if checkItem(it) != nil || s.seenNow(it.URL, cycle) && it.Class != frontier.Start {
-			continue
-		}
+	var over []overItem
+	line := func(it *frontier.Item, adm *admitted) {
 		rec := frontier.Record{Item: *it, State: frontier.Waiting, Cycle: cycle, SeenCycle: cycle}
 		d := s.toDoc(&rec, base+int64(len(out)))
 		s.addHist(&d, []frontier.Event{{Kind: frontier.EventQueued, Source: it.Source, Class: it.Class, Depth: it.Depth, Via: it.Via}})
 		b.line(map[string]any{"create": map[string]any{"_index": s.urls, "_id": docID(it.URL), "routing": d.Host}})
 		b.line(d)
-		out = append(out, addLine{url: it.URL, item: *it})
+		out = append(out, addLine{url: it.URL, item: *it, adm: adm})
 	}
+	for i := range items {
+		it := &items[i]
+		if checkItem(it) != nil || s.seenNow(it.URL, cycle) && it.Class != frontier.Start {
+			continue
+		}
+		adm, limit, exact := s.bud.admit(it, true)
+		if limit != 0 {
+			over = append(over, overItem{item: *it, limit: limit, exact: exact})
+			continue
+		}
+		line(it, adm)
+	}
+	over = s.rejudge(over, true, line)
+	fresh, known := s.splitOver(over)
+	for i := range known {
+		// Known: its create answers 409 and the precedence rules apply.
+		line(&known[i].item, nil)
+	}
+	s.bud.refused(fresh)
 	return out
+}
+
+// readHostBudgets reads the counts of the hosts of items when the budgets
+// need them; a failed read leaves the last counts.
+func (s *Store) readHostBudgets(items []frontier.Item) {
+	if !s.bud.urlLimits() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.ttl)
+	defer cancel()
+	if err := s.bud.readHosts(ctx, s.bud.staleHosts(items), s.now(), false); err != nil {
+		s.log.Warn("cannot read the hosts' budget counts", "err", err)
+	}
+}
+
+// rejudge reads the counts again after a refresh when a refusal of over
+// was decided on counts that may include creations twice, and admits
+// (line) those the exact counts leave room for; it returns the others.
+func (s *Store) rejudge(over []overItem, queue bool, line func(*frontier.Item, *admitted)) []overItem {
+	var unsure []overItem
+	for _, o := range over {
+		if !o.exact {
+			unsure = append(unsure, o)
+		}
+	}
+	if len(unsure) == 0 {
+		return over
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.ttl)
+	defer cancel()
+	read, err := s.bud.recount(ctx, unsure)
+	if err != nil {
+		s.log.Warn("cannot read the budgets' counts", "err", err)
+	}
+	if !read {
+		return over
+	}
+	kept := over[:0]
+	for _, o := range over {
+		adm, limit, exact := s.bud.admit(&o.item, queue)
+		if limit == 0 {
+			line(&o.item, adm)
+			continue
+		}
+		o.limit, o.exact = limit, exact
+		kept = append(kept, o)
+	}
+	return kept
+}
+
+// splitOver tells the URLs a limit kept out that are new (refused) from
+// those the index holds; when it cannot tell, neither is stored nor
+// counted, and the next link to them is judged again.
+func (s *Store) splitOver(over []overItem) (fresh, known []overItem) {
+	fresh, known, err := s.newOnes(over)
+	if err != nil {
+		s.log.Warn("cannot tell URLs over a budget from known ones", "err", err)
+		return nil, nil
+	}
+	return fresh, known
 }
 
 // known applies the precedence rules of frontier.Frontier.Add to the URLs
@@ -115,10 +193,15 @@ func (s *Store) answer(items []bulkItem, lines []addLine) (int, error) {
 	for i := range items {
 		switch it := &items[i]; {
 		case it.Status == 201:
+			s.bud.answered(lines[i].adm, true)
 			n++
 		case it.Status == 409:
+			s.bud.answered(lines[i].adm, false)
 			known = append(known, lines[i])
 		default:
+			for _, l := range lines[i:] {
+				s.bud.answered(l.adm, false)
+			}
 			return n, &Error{Op: "queue " + lines[i].url, Err: itemError(it)}
 		}
 	}
@@ -126,32 +209,51 @@ func (s *Store) answer(items []bulkItem, lines []addLine) (int, error) {
 	return n + k, err
 }
 
-func countCreated(items []bulkItem) int {
-	n := 0
-	for i := range items {
-		if items[i].Status == 201 {
-			n++
-		}
-	}
-	return n
-}
-
 // excludeLines appends the _bulk lines recording refused items unless
-// known, and returns how many it wrote.
-func (s *Store) excludeLines(b *ndjson, reason string, items []frontier.Item) int {
+// known, and returns their counts against the budgets, one per line.
+func (s *Store) excludeLines(b *ndjson, reason string, items []frontier.Item) []*admitted {
 	cycle := s.Cycle()
-	n := 0
-	for i := range items {
-		it := &items[i]
-		if checkItem(it) != nil {
-			continue
-		}
+	s.readHostBudgets(items)
+	var out []*admitted
+	var over []overItem
+	line := func(it *frontier.Item, adm *admitted) {
 		rec := frontier.Record{Item: *it, State: frontier.Excluded, Reason: reason, Cycle: cycle, SeenCycle: cycle}
 		d := s.toDoc(&rec, 0)
 		s.addHist(&d, []frontier.Event{{Kind: frontier.EventRefused, Reason: reason, Source: it.Source, Depth: it.Depth, Via: it.Via}})
 		b.line(map[string]any{"create": map[string]any{"_index": s.urls, "_id": docID(it.URL), "routing": d.Host}})
 		b.line(d)
-		n++
+		out = append(out, adm)
+	}
+	for i := range items {
+		it := &items[i]
+		if checkItem(it) != nil {
+			continue
+		}
+		adm, limit, exact := s.bud.admit(it, false)
+		if limit != 0 {
+			over = append(over, overItem{item: *it, limit: limit, exact: exact})
+			continue
+		}
+		line(it, adm)
+	}
+	over = s.rejudge(over, false, line)
+	// A known URL needs no record: only the new ones are refused.
+	fresh, _ := s.splitOver(over)
+	s.bud.refused(fresh)
+	return out
+}
+
+// countCreatedUndo counts the created records of items and takes the
+// others back from the budgets' counts.
+func (s *Store) countCreatedUndo(items []bulkItem, adms []*admitted) int {
+	n := 0
+	for i := range items {
+		if i < len(adms) {
+			s.bud.answered(adms[i], items[i].Status == 201)
+		}
+		if items[i].Status == 201 {
+			n++
+		}
 	}
 	return n
 }
@@ -171,6 +273,9 @@ func (s *Store) Add(items ...frontier.Item) (int, error) {
 	}
 	res, err := s.bulk(context.Background(), b.Bytes(), "")
 	if err != nil {
+		for _, l := range lines {
+			s.bud.answered(l.adm, false)
+		}
 		return 0, &Error{Op: "queue URLs", Err: err}
 	}
 	n, err := s.answer(res, lines)
@@ -193,13 +298,18 @@ func (s *Store) Exclude(reason string, items ...frontier.Item) (int, error) {
 		}
 	}
 	var b ndjson
-	if s.excludeLines(&b, reason, items) == 0 {
+	adms := s.excludeLines(&b, reason, items)
+	if len(adms) == 0 {
 		return 0, nil
 	}
 	res, err := s.bulk(context.Background(), b.Bytes(), "")
 	if err != nil {
+		for _, a := range adms {
+			s.bud.answered(a, false)
+		}
 		return 0, &Error{Op: "record refused URLs", Err: err}
 	}
+	n := s.countCreatedUndo(res, adms)
 	for i := range res {
 		if res[i].Status != 409 {
 			if err := itemError(&res[i]); err != nil {
@@ -207,7 +317,7 @@ func (s *Store) Exclude(reason string, items ...frontier.Item) (int, error) {
 			}
 		}
 	}
-	return countCreated(res), nil
+	return n, nil
 }
 
 // seenNow says whether Add brought url up to date in cycle already.

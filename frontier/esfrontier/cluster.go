@@ -455,8 +455,12 @@ func (o *ownership) tick(ctx context.Context) error {
 	}
 	// What the last holder stored is searchable before the first read: a
 	// partition is scheduled only after a refresh that followed its take.
+	refreshed := s.bud.seal()
 	if err := s.refresh(ctx); err != nil {
 		return &Error{Op: "take over partitions", Err: err}
+	}
+	if len(fresh) > 0 && s.bud.urlLimits() {
+		s.bud.afterTake(ctx, refreshed)
 	}
 	var rerr error
 	if len(retry) > 0 {

@@ -70,24 +70,33 @@ func (o *ownership) look(ctx context.Context) error {
 	return nil
 }
 
-// Usage counts the source's URLs and hosts; requests per cycle are not
-// counted by this store.
+// Usage counts the source's URLs, the hosts it queued URLs on, and the
+// URLs its URL limits kept out; requests per cycle are not counted by this
+// store.
 func (s *Store) Usage(source string) (frontier.Usage, error) {
 	body := map[string]any{"size": 0, "track_total_hits": true,
 		"query": map[string]any{"term": map[string]any{"source": source}},
-		"aggs":  map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host"}}}}
+		"aggs": map[string]any{"q": map[string]any{"filter": queuedFilter,
+			"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}}}}
 	var ans struct {
 		Hits struct {
 			Total struct{ Value int64 } `json:"total"`
 		} `json:"hits"`
 		Aggregations struct {
-			Hosts struct{ Value int64 } `json:"hosts"`
+			Q struct {
+				Hosts struct{ Value int64 } `json:"hosts"`
+			} `json:"q"`
 		} `json:"aggregations"`
 	}
-	if err := s.do(context.Background(), http.MethodPost, "/"+s.urls+"/_search", body, &ans); err != nil {
+	ctx := context.Background()
+	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_search", body, &ans); err != nil {
 		return frontier.Usage{}, &Error{Op: "count URLs", Err: err}
 	}
-	return frontier.Usage{URLs: ans.Hits.Total.Value, Hosts: ans.Aggregations.Hosts.Value}, nil
+	r, err := s.refusals(ctx, source)
+	if err != nil {
+		return frontier.Usage{}, &Error{Op: "count the URLs kept out", Err: err}
+	}
+	return frontier.Usage{URLs: ans.Hits.Total.Value, Hosts: ans.Aggregations.Q.Hosts.Value, Refused: r.Refused, Example: r.Example}, nil
 }
 
 // HostUsage and HostUsages: per-host counts are not kept by this store.

@@ -550,6 +550,7 @@ type completion struct {
 	// of its refusals.
 	addLines []addLine
 	excl     []int
+	exclAdm  [][]*admitted
 }
 
 // CompleteAsync frees the host's slot, starts its delay and hands the
@@ -735,7 +736,9 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			c.addLines = s.addLines(&found, o.Found.Links)
 			for i := range o.Found.Refused {
 				r := &o.Found.Refused[i]
-				c.excl = append(c.excl, s.excludeLines(&found, r.Reason, r.Items))
+				adms := s.excludeLines(&found, r.Reason, r.Items)
+				c.excl = append(c.excl, len(adms))
+				c.exclAdm = append(c.exclAdm, adms)
 			}
 		}
 		if c.o.ReadLinks {
@@ -759,7 +762,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 				}
 				i += n
 				for j, n := range c.excl {
-					c.o.Found.Refused[j].New = countCreated(items[i : i+n])
+					c.o.Found.Refused[j].New = s.countCreatedUndo(items[i:i+n], c.exclAdm[j])
 					i += n
 				}
 			}
@@ -769,6 +772,16 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		}
 	}
 	if err != nil {
+		for _, c := range batch {
+			for _, l := range c.addLines {
+				s.bud.answered(l.adm, false)
+			}
+			for _, adms := range c.exclAdm {
+				for _, a := range adms {
+					s.bud.answered(a, false)
+				}
+			}
+		}
 		q.fail(batch, err)
 		return
 	}

@@ -74,6 +74,12 @@ type Options struct {
 	// History is how many events each URL's history keeps (see
 	// frontier.Options.History); zero keeps none.
 	History int
+	// Budgets bounds the URLs each source stores, by name, as for
+	// frontier.Options (URLs, URLsPerHost and Hosts; see budget.go for
+	// how exact they are across processes), and OnBudget hears of what
+	// a limit kept out.
+	Budgets  map[string]frontier.Budget
+	OnBudget func(frontier.OverBudget)
 }
 
 // DefaultPartitions and DefaultLeaseTTL are the zero Options' values.
@@ -105,6 +111,7 @@ type Store struct {
 	log   *slog.Logger
 	sched *scheduler
 	own   *ownership
+	bud   *budgets
 
 	seenMu    sync.Mutex
 	seen      map[uint64]struct{}
@@ -142,6 +149,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s := &Store{es: opt.Client, urls: opt.Prefix + "-urls", links: opt.Prefix + "-links", meta: opt.Prefix + "-meta",
 		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, histLen: opt.History, policy: opt.Policy, now: opt.Now, log: opt.Log,
 		seen: map[uint64]struct{}{}}
+	s.bud = newBudgets(s, opt.Budgets, opt.OnBudget)
 	if opt.ReadOnly {
 		return s.openReadOnly(ctx)
 	}
@@ -161,6 +169,21 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := s.own.tick(ctx); err != nil {
 		s.stop()
 		return nil, err
+	}
+	if s.bud.urlLimits() {
+		// Counted before the first URL is admitted: a process that joins
+		// a crawl near its limits does not admit as if it were empty.
+		at := s.bud.seal()
+		err := s.refresh(ctx)
+		if err == nil {
+			err = s.bud.readSources(ctx, at, true)
+		}
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.wg.Add(1)
+		go s.bud.run()
 	}
 	s.wg.Add(3)
 	go s.own.run()
