@@ -9,3 +9,6 @@ func (s *Store) Die() {
 		s.wg.Wait()
 	})
 }
+
+// Partition is the partition hostKey falls in.
+func (s *Store) Partition(hostKey string) int { return s.partition(hostKey) }

@@ -216,3 +216,98 @@ func TestALeasesFenceEndsBeforeItsPartitionMayBeTakenWhenRenewalsFail(t *testing
 		t.Errorf("a lease handed out after a successful renewal has a done fence: %v", err)
 	}
 }
+
+// A process over its share gives a partition back once its requests there
+// have ended and the document writes it made there are acknowledged: the
+// next holder lists a write still pending as one to resume, and would
+// fetch the page again to write it.
+func TestAPartitionIsGivenBackOnlyOnceItsDocumentWritesAreAcknowledged(t *testing.T) {
+	t.Parallel()
+	prefix := estest.Index(t)
+	a := open(t, prefix, "a", 3*time.Second)
+	// A host in one of the partitions a gives back when b joins: its
+	// highest four of eight.
+	host := ""
+	for i := 0; host == ""; i++ {
+		if h := fmt.Sprintf("http://h%d.test", i); a.Partition(h) >= 4 {
+			host = h
+		}
+	}
+	part := a.Partition(host)
+	a.BeginCycle()
+	a.Add(item(host + "/"))
+	ctx := untilDeadline(t)
+	l, err := a.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	l.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h", Pending: frontier.PendingIndex, DocID: "d"}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, prefix, "b", 3*time.Second)
+	// b gets the three other partitions a gives back...
+	for count(b.Cluster().Holders, "b") < 3 {
+		if ctx.Err() != nil {
+			t.Fatalf("b holds %v, want the three partitions of a's highest four without a write pending", b.Cluster().Holders)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// ...and not the one with the unacknowledged write, round after round.
+	before := leases(t, prefix)[part].Expires
+	for leases(t, prefix)[part].Expires == before || leases(t, prefix)[part].Holder != "a" {
+		if ctx.Err() != nil || leases(t, prefix)[part].Holder != "a" {
+			t.Fatalf("partition %d went to %q with a's write there unacknowledged", part, leases(t, prefix)[part].Holder)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := a.Acknowledge([]frontier.Ack{{URL: host + "/"}}); err != nil {
+		t.Fatal(err)
+	}
+	for leases(t, prefix)[part].Holder != "b" {
+		if ctx.Err() != nil {
+			t.Fatalf("partition %d is still %q's once its write was acknowledged", part, leases(t, prefix)[part].Holder)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A busy node may put off the URL index's refresh for longer than a
+// process keeps its stored outcomes out of its reads by time (5 s): a
+// read then still shows a fetched URL Waiting. Its version, older than
+// the outcome's, tells it is stale, and the URL is not leased again.
+func TestAFetchedURLIsNotLeasedAgainFromAReadOlderThanItsOutcome(t *testing.T) {
+	t.Parallel()
+	prefix := estest.Index(t)
+	a := open(t, prefix, "a", 6*time.Second)
+	a.BeginCycle()
+	a.Add(item("http://a.test/1"), item("http://a.test/2"))
+	ctx := untilDeadline(t)
+	first, err := a.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From now on nothing written is searchable unless a refresh is asked.
+	es := estest.Client(t)
+	res, err := es.Indices.PutSettings(strings.NewReader(`{"index": {"refresh_interval": "-1"}}`), es.Indices.PutSettings.WithIndex(prefix+"-urls"))
+	if err != nil || res.IsError() {
+		t.Fatalf("turning the refresh off: %v %v", err, res)
+	}
+	res.Body.Close()
+	done := make(chan error, 1)
+	first.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Past the time-based window, reads still show it Waiting.
+	time.Sleep(8 * time.Second)
+	next, err := a.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Item().URL == first.Item().URL {
+		t.Errorf("%s was leased again from a read older than its outcome", first.Item().URL)
+	}
+	next.Release()
+}
