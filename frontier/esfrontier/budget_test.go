@@ -1,7 +1,6 @@
 package esfrontier_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
@@ -132,18 +129,9 @@ func TestURLBudgetsHoldExactlyWhenTwoProcessesCrawlSpiderTraps(t *testing.T) {
 	prefix := estest.Index(t)
 	kept := &notes{by: map[[2]string]int{}}
 	openBudgeted := func(node string) *esfrontier.Store {
-		es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{estest.URL(t)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: prefix, Node: node,
-			Partitions: 8, LeaseTTL: 6 * time.Second, Budgets: budgets, OnBudget: kept.add,
+		return openWith(t, estest.URL(t), esfrontier.Options{Prefix: prefix, Node: node, Partitions: 8,
+			LeaseTTL: 6 * time.Second, Budgets: budgets, OnBudget: kept.add,
 			Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 2} }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
 	}
 	a, b := openBudgeted("a"), openBudgeted("b")
 	if _, err := a.BeginCycle(); err != nil {

@@ -22,13 +22,20 @@ import (
 // openVia is open through addr (a fault proxy) instead of the node.
 func openVia(t *testing.T, addr, prefix, node string, ttl time.Duration) *esfrontier.Store {
 	t.Helper()
+	return openWith(t, addr, esfrontier.Options{Prefix: prefix, Node: node, Partitions: 8, LeaseTTL: ttl,
+		Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
+}
+
+// openWith opens a store with opt through addr, closed when the test ends.
+func openWith(t *testing.T, addr string, opt esfrontier.Options) *esfrontier.Store {
+	t.Helper()
 	// As the crawl's client (sink.Client): no retries of its own.
 	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: prefix, Node: node,
-		Partitions: 8, LeaseTTL: ttl, Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
+	opt.Client = es
+	s, err := esfrontier.Open(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
