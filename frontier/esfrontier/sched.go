@@ -59,6 +59,9 @@ type queued struct {
 	// seqNo and term are the version the record was read at.
 	seqNo, term int64
 	histN       int64 // events in its history
+	// dup and claim are its group of duplicates and claim, as read.
+	dup   string
+	claim int
 }
 
 type scheduler struct {
@@ -263,7 +266,7 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 			q.askLoad()
 		}
 		h.inflight++
-		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN}
+		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN, dup: it.dup, claim: it.claim}
 		q.leases[it.rec.URL] = l
 		return l, 0
 	}
@@ -404,7 +407,8 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			if _, ok := q.recent[d.URL]; ok {
 				continue // stored since the index's last refresh, maybe: the answer may be stale
 			}
-			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN})
+			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN,
+				dup: d.Dup, claim: d.Claim})
 		}
 		h.more = b.DocCount > len(b.Due.Hits.Hits)
 	}
@@ -457,6 +461,8 @@ type lease struct {
 	seqNo int64
 	term  int64
 	histN int64         // events in its history when leased
+	dup   string        // its group of duplicates when leased
+	claim int           // and its claim in it
 	bytes int64         // Fetched's, for the history
 	took  time.Duration // Fetched's
 	done  bool          // CompleteAsync or Release was called
@@ -593,7 +599,7 @@ func (l *lease) Release() {
 	l.h.inflight--
 	delete(q.leases, l.rec.URL)
 	if q.parts[l.h.part] {
-		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN}}, l.h.queue...)
+		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN, dup: l.dup, claim: l.claim}}, l.h.queue...)
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -711,6 +717,12 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		q.fail(batch, err)
 		return
 	}
+	// A URL joins its new group of duplicates before its outcome is
+	// written, so that its group lists it once the outcome is stored.
+	if err := s.joinGroups(ctx, batch); err != nil {
+		q.fail(batch, err)
+		return
+	}
 	// Then the outcomes, each written only over the version it was leased
 	// at: a record changed since (a sighting, a requeue, a reapplied
 	// config, the next holder of a partition this process lost) is read
@@ -725,6 +737,9 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		recs.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(c.rec.URL), "routing": d.Host,
 			"if_seq_no": c.l.seqNo, "if_primary_term": c.l.term}})
 		f := docFields(&d)
+		if content, claim, ok := membership(&c.o); ok {
+			f["dup"], f["claim"] = content, claim
+		}
 		if s.histLen > 0 {
 			c.events = outcomeEvents(c, now)
 			f["hist"], f["hn"] = s.histSlots(c.l.histN, c.events)
@@ -741,6 +756,8 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 	}
 	var again []*completion
 	errs := make([]error, len(batch))
+	// Which outcomes were stored, and which of them after a conflict.
+	stored, rewritten := make([]bool, len(batch)), make([]bool, len(batch))
 	for k, c := range batch {
 		switch {
 		case k >= len(items):
@@ -759,7 +776,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		for i, c := range again {
 			byURL[c.rec.URL], urls[i] = c, c.rec.URL
 		}
-		_, _, cerrs, cerr := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
+		_, changed, cerrs, cerr := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
 			if r.State != frontier.Waiting {
 				return false, nil // decided by someone else: that stands
 			}
@@ -778,10 +795,15 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			for k := range batch {
 				if batch[k] == c {
 					errs[k] = e
+					rewritten[k] = cerr == nil && changed[i]
 				}
 			}
 		}
 	}
+	for k := range batch {
+		stored[k] = errs[k] == nil && (!slices.Contains(again, batch[k]) || rewritten[k])
+	}
+	s.leaveGroups(ctx, batch, stored, rewritten)
 	for k, c := range batch {
 		q.finish(c, errs[k])
 	}

@@ -270,6 +270,11 @@ type doc struct {
 	// where it means to.
 	HistN int64                `json:"hn,omitempty"`
 	Hist  map[string]histEvent `json:"hist,omitempty"`
+	// Dup and Claim are the URL's group of duplicates and its claim in it
+	// (see duplicates.go); only an outcome writes them, so toDoc leaves
+	// them out and the other writes keep them.
+	Dup   string `json:"dup,omitempty"`
+	Claim int    `json:"claim,omitempty"`
 }
 
 func nanos(t time.Time) int64 {
@@ -415,6 +420,7 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 				"indexed": map[string]any{"type": "boolean"}, "orphan": map[string]any{"type": "boolean"},
 			}}}},
 		{s.links, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{}}}},
+		{s.groupsIndex(), groupsIndexBody(replicas)},
 		{s.meta, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{
 			"type": kw, "holder": kw, "part": map[string]any{"type": "integer"}, "expires": long, "heartbeat": long,
 		}}}},
