@@ -164,16 +164,32 @@ sources:
 		for _, run := range []string{"first crawl", "unchanged crawl"} {
 			time.Sleep(5 * time.Millisecond)
 			c := crawltest.New(t, crawltest.Config(t, yaml))
-			if _, err := c.Crawl(context.Background()); err != nil {
+			start, before := time.Now(), site.allFetches()
+			rep, err := c.Crawl(context.Background())
+			if err != nil {
 				t.Fatal(err)
 			}
-			cost := c.Cluster().Cost()
+			took, fetches := time.Since(start), site.allFetches()-before
+			cost, dup := c.Cluster().Cost(), c.Cluster().DuplicatesCost()
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
 			n := float64(pages + 1)
-			t.Logf("keep_duplicates %-5v %-15s %.2f requests, %.0f bytes sent, %.0f received per URL",
-				keep, run, float64(cost.Requests)/n, float64(cost.BytesSent)/n, float64(cost.BytesReceived)/n)
+			t.Logf("keep_duplicates %-5v %-15s %d pages fetched (%d answered in full), %d written, in %s", keep, run,
+				rep.Total.Fetched, fetches, rep.Total.Created+rep.Total.Updated+rep.Total.Deleted, took.Round(time.Millisecond))
+			t.Logf("keep_duplicates %-5v %-15s all: %.2f requests, %.0f bytes sent, %.0f received per URL; groups: %.2f requests, %.0f bytes sent, %.0f received per URL",
+				keep, run, float64(cost.Requests)/n, float64(cost.BytesSent)/n, float64(cost.BytesReceived)/n,
+				float64(dup.Requests)/n, float64(dup.BytesSent)/n, float64(dup.BytesReceived)/n)
 		}
 	}
+}
+
+func (s *mutableSite) allFetches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.fetches {
+		n += v
+	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
@@ -34,6 +35,25 @@ import (
 // such leftovers are never members; removals only keep a group small.
 
 var _ frontier.Duplicates = (*Store)(nil)
+
+// counter counts the requests and bytes of one part of the store's work,
+// those whose context carries it (counterKey).
+type counter struct{ requests, sent, received atomic.Int64 }
+
+type counterKey struct{}
+
+// DuplicatesCost is the part of Cost the groups of duplicates took: their
+// own requests, and the bytes of the additions that travel in the
+// requests storing what the pages found.
+func (s *Store) DuplicatesCost() Cost {
+	c := &s.dupCost
+	return Cost{Requests: c.requests.Load(), BytesSent: c.sent.Load(), BytesReceived: c.received.Load()}
+}
+
+// dupCtx counts what a request of the groups costs.
+func (s *Store) dupCtx(ctx context.Context) context.Context {
+	return context.WithValue(ctx, counterKey{}, &s.dupCost)
+}
 
 // groupsIndex is the index of the groups, beside the URL index.
 func (s *Store) groupsIndex() string { return strings.TrimSuffix(s.urls, "-urls") + "-groups" }
@@ -87,24 +107,51 @@ func (s *Store) groupLine(b *ndjson, source, content, url string, add bool) {
 	b.line(body)
 }
 
-// joinGroups adds to their new groups the URLs of batch whose outcome
-// moves them into one, before the outcomes are written.
-func (s *Store) joinGroups(ctx context.Context, batch []*completion) error {
-	var b ndjson
+// groupJoins are the _bulk lines adding to their new groups the URLs of
+// batch whose outcome moves them into one, one action and its body each:
+// sent before the outcomes, at the end of the request storing what the
+// pages found.
+func (s *Store) groupJoins(batch []*completion) [][]byte {
+	var out [][]byte
 	for _, c := range batch {
 		content, _, ok := membership(&c.o)
 		if ok && content != "" && content != c.l.dup {
+			var b ndjson
 			s.groupLine(&b, c.rec.Source, content, c.rec.URL, true)
+			out = append(out, b.Bytes())
+			s.dupCost.sent.Add(int64(b.Len()))
 		}
 	}
-	if b.Len() == 0 {
-		return nil
+	return out
+}
+
+// joinedGroups checks the answers to joins and sends again those refused
+// (a full queue, say) until they are taken or the retries run out.
+func (s *Store) joinedGroups(ctx context.Context, joins [][]byte, items []bulkItem) error {
+	ctx = s.dupCtx(ctx)
+	if len(items) != len(joins) {
+		return fmt.Errorf("esfrontier: %d answers to %d additions to groups of duplicates", len(items), len(joins))
 	}
 	return s.retry(ctx, func() error {
-		items, err := s.bulk(ctx, b.Bytes(), "")
+		var again [][]byte
+		var b ndjson
+		for i := range items {
+			if items[i].Status/100 != 2 {
+				again = append(again, joins[i])
+				b.Write(joins[i])
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		answers, err := s.bulk(ctx, b.Bytes(), "")
 		if err != nil {
 			return err
 		}
+		if len(answers) != len(again) {
+			return fmt.Errorf("esfrontier: short _bulk answer")
+		}
+		joins, items = again, answers
 		for i := range items {
 			if err := itemError(&items[i]); err != nil {
 				return fmt.Errorf("add to a group of duplicates: %w", err)
@@ -121,6 +168,7 @@ func (s *Store) joinGroups(ctx context.Context, batch []*completion) error {
 // written again. A failure leaves leftovers that SameContent skips: it is
 // logged, not the outcome's.
 func (s *Store) leaveGroups(ctx context.Context, batch []*completion, stored, again []bool) {
+	ctx = s.dupCtx(ctx)
 	var b ndjson
 	for k, c := range batch {
 		content, claim, ok := membership(&c.o)
@@ -130,7 +178,7 @@ func (s *Store) leaveGroups(ctx context.Context, batch []*completion, stored, ag
 		if c.l.dup != "" && c.l.dup != content {
 			s.groupLine(&b, c.rec.Source, c.l.dup, c.rec.URL, false)
 		}
-		if again[k] {
+		if again[k] && (content != "" || c.l.dup != "") {
 			b.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(c.rec.URL), "routing": urlnorm.Origin(c.rec.URL)}})
 			b.line(map[string]any{"doc": map[string]any{"dup": content, "claim": claim}})
 		}
@@ -161,7 +209,7 @@ func (s *Store) leaveGroups(ctx context.Context, batch []*completion, stored, ag
 // byte order: see frontier.Duplicates. One GET of the group and one _mget
 // of its listed URLs.
 func (s *Store) SameContent(source, content string) ([]frontier.Member, error) {
-	ctx := context.Background()
+	ctx := s.dupCtx(context.Background())
 	var g struct {
 		Found  bool `json:"found"`
 		Source struct {
@@ -238,7 +286,7 @@ func (s *Store) ContentOf(url string) (string, int, error) {
 		} `json:"_source"`
 	}
 	path := "/" + s.urls + "/_doc/" + esc(docID(url)) + "?routing=" + esc(urlnorm.Origin(url)) + "&_source_includes=dup,claim"
-	err := s.do(context.Background(), http.MethodGet, path, nil, &a)
+	err := s.do(s.dupCtx(context.Background()), http.MethodGet, path, nil, &a)
 	if isStatus(err, 404) {
 		return "", 0, nil
 	}

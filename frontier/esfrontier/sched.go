@@ -609,7 +609,6 @@ func (l *lease) Release() {
 func (q *scheduler) finish(c *completion, err error) {
 	u := c.l.rec.URL
 	q.mu.Lock()
-	delete(q.leases, u)
 	if err != nil {
 		q.held[u] = true
 	} else {
@@ -619,7 +618,13 @@ func (q *scheduler) finish(c *completion, err error) {
 		q.askLoad()
 	}
 	q.mu.Unlock()
+	// The URL counts as leased until done returns, as with the embedded
+	// store: what done queues (a group of duplicates settled, its members
+	// fetched again) is stored before Next may find the crawl idle.
 	c.done(err)
+	q.mu.Lock()
+	delete(q.leases, u)
+	q.mu.Unlock()
 	q.signal()
 }
 
@@ -687,11 +692,24 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			s.linksLine(&found, c.rec.URL, c.links)
 		}
 	}
+	// And the URLs joining a group of duplicates, so that their groups list
+	// them once their outcomes are stored.
+	joins := s.groupJoins(batch)
+	for _, j := range joins {
+		found.Write(j)
+	}
 	var items []bulkItem
 	err := s.retry(ctx, func() (err error) {
 		items, err = s.bulk(ctx, found.Bytes(), "")
 		return err
 	})
+	if err == nil && len(joins) > 0 {
+		if len(items) < len(joins) {
+			err = errors.New("esfrontier: short _bulk answer")
+		} else {
+			err = s.joinedGroups(ctx, joins, items[len(items)-len(joins):])
+		}
+	}
 	if err == nil {
 		i := 0
 		for _, c := range batch {
@@ -714,12 +732,6 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		}
 	}
 	if err != nil {
-		q.fail(batch, err)
-		return
-	}
-	// A URL joins its new group of duplicates before its outcome is
-	// written, so that its group lists it once the outcome is stored.
-	if err := s.joinGroups(ctx, batch); err != nil {
 		q.fail(batch, err)
 		return
 	}

@@ -101,6 +101,7 @@ type Store struct {
 	requests atomic.Int64 // requests sent, for the cost figures
 	sent     atomic.Int64 // bytes sent
 	received atomic.Int64 // bytes received
+	dupCost  counter      // the part of the groups of duplicates (duplicates.go)
 
 	log   *slog.Logger
 	sched *scheduler
@@ -366,6 +367,11 @@ func (s *Store) do(ctx context.Context, method, path string, body any, out any) 
 	}
 	s.requests.Add(1)
 	s.sent.Add(int64(n))
+	part, _ := ctx.Value(counterKey{}).(*counter)
+	if part != nil {
+		part.requests.Add(1)
+		part.sent.Add(int64(n))
+	}
 	resp, err := s.es.Perform(req)
 	if err != nil {
 		return err
@@ -373,6 +379,9 @@ func (s *Store) do(ctx context.Context, method, path string, body any, out any) 
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	s.received.Add(int64(len(data)))
+	if part != nil {
+		part.received.Add(int64(len(data)))
+	}
 	if err != nil {
 		return err
 	}
