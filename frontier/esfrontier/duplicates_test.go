@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,20 +57,10 @@ func members(t *testing.T, s *esfrontier.Store, content string) map[string]int {
 	for _, m := range ms {
 		out[m.URL] = m.Claim
 	}
-	if !slices.IsSortedFunc(ms, func(a, b frontier.Member) int { return compare(a.URL, b.URL) }) {
+	if !slices.IsSortedFunc(ms, func(a, b frontier.Member) int { return strings.Compare(a.URL, b.URL) }) {
 		t.Errorf("members %v not in URL order", ms)
 	}
 	return out
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Two processes holding different hosts complete pages of the same
@@ -129,22 +121,10 @@ func TestAGroupOfDuplicatesSpansHostsOfTwoProcessesAndShowsEachOutcomeOnceStored
 		t.Fatalf("a leased %d pages and b %d: the test needs both to complete some", len(leased[0]), len(leased[1]))
 	}
 	for _, s := range []*esfrontier.Store{a, b} {
-		if got := members(t, s, "same"); !maps(got, claim) {
+		if got := members(t, s, "same"); !maps.Equal(got, claim) {
 			t.Errorf("%s reads the group as %v, want every page with its claim %v", s.Node(), got, claim)
 		}
 	}
-}
-
-func maps(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // An outcome regroups its URL: other content moves it, an error or a
@@ -171,7 +151,7 @@ func TestAnOutcomeMovesItsURLBetweenGroupsAndLeavingMembersAreNotListed(t *testi
 	for _, u := range urls {
 		want[u] = 7
 	}
-	if got := members(t, s, "x"); !maps(got, want) {
+	if got := members(t, s, "x"); !maps.Equal(got, want) {
 		t.Fatalf("group x is %v, want %v", got, want)
 	}
 	if c, n, err := s.ContentOf(urls[0]); c != "x" || n != 7 || err != nil {
@@ -213,10 +193,10 @@ func TestAnOutcomeMovesItsURLBetweenGroupsAndLeavingMembersAreNotListed(t *testi
 	}
 	// The temporary failure stays in x, with its claim; the 304 keeps
 	// its place with a new claim.
-	if got, want := members(t, s, "x"), map[string]int{urls[2]: 7, urls[4]: 9}; !maps(got, want) {
+	if got, want := members(t, s, "x"), map[string]int{urls[2]: 7, urls[4]: 9}; !maps.Equal(got, want) {
 		t.Errorf("group x after the changes is %v, want %v", got, want)
 	}
-	if got, want := members(t, s, "y"), map[string]int{urls[0]: 3}; !maps(got, want) {
+	if got, want := members(t, s, "y"), map[string]int{urls[0]: 3}; !maps.Equal(got, want) {
 		t.Errorf("group y is %v, want %v", got, want)
 	}
 	for u, wantC := range map[string]string{urls[0]: "y", urls[1]: "", urls[3]: "", urls[4]: "x"} {
@@ -230,7 +210,7 @@ func TestAnOutcomeMovesItsURLBetweenGroupsAndLeavingMembersAreNotListed(t *testi
 	if _, _, err := s.Reapply([]frontier.Verdict{{URL: urls[4], Allowed: false, Reason: "excluded_by_rule"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := members(t, s, "x"), map[string]int{urls[2]: 7}; !maps(got, want) {
+	if got, want := members(t, s, "x"), map[string]int{urls[2]: 7}; !maps.Equal(got, want) {
 		t.Errorf("group x after its member was excluded is %v, want %v", got, want)
 	}
 }
