@@ -104,6 +104,41 @@ type Cluster struct {
 	NodeName   string   `yaml:"node_name"`
 	Partitions int      `yaml:"partitions"`
 	LeaseTTL   Duration `yaml:"lease_ttl"`
+	// Elasticsearch is the cluster holding the state when it is not the
+	// documents' (nil: the state lives beside the documents).
+	Elasticsearch *StateConnection `yaml:"elasticsearch"`
+}
+
+// StateConnection reaches the cluster holding the shared state: the
+// connection keys of Elasticsearch, same names, defaults and checks, and
+// the shards and replicas its URL index is created with.
+type StateConnection struct {
+	Addresses          []string `yaml:"addresses"`
+	Username           string   `yaml:"username"`
+	Password           string   `yaml:"password"`
+	APIKey             string   `yaml:"api_key"`
+	CAFile             string   `yaml:"ca_file"`
+	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"`
+	Shards             int      `yaml:"shards"`
+	Replicas           *int     `yaml:"replicas"`
+	RequestTimeout     Duration `yaml:"request_timeout"`
+}
+
+// connection is s as the Elasticsearch connection it describes.
+func (s *StateConnection) connection() *Elasticsearch {
+	return &Elasticsearch{Addresses: s.Addresses, Username: s.Username, Password: s.Password, APIKey: s.APIKey,
+		CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
+		RequestTimeout: s.RequestTimeout}
+}
+
+// StateCluster is the connection to the cluster holding the shared
+// state: cluster.elasticsearch when set, else the documents' cluster (nil
+// when there is neither).
+func (c *Config) StateCluster() *Elasticsearch {
+	if c.Cluster.Elasticsearch != nil {
+		return c.Cluster.Elasticsearch.connection()
+	}
+	return c.Elasticsearch
 }
 
 // Output is the file sink, used when Elasticsearch is not configured.

@@ -22,6 +22,7 @@ import (
 //	state_dir                               .crawlspace
 //	cluster.node_name                       the host name, when cluster.state_index is set
 //	cluster.partitions, .lease_ttl          64, 30s, when cluster.state_index is set
+//	cluster.elasticsearch (a block)         as elasticsearch: addresses, shards, replicas, request_timeout
 //	output.file                             out/documents.ndjson, only when elasticsearch is absent
 //	log.format, log.level                   text, info
 //	elasticsearch (an empty block)          addresses [http://127.0.0.1:9200]
@@ -181,6 +182,16 @@ func (c *Config) setDefaults(written func(string) bool) {
 		defaultAt(written, "cluster.node_name", &c.Cluster.NodeName, defaultNodeName())
 		defaultAt(written, "cluster.partitions", &c.Cluster.Partitions, DefaultPartitions)
 		defaultAt(written, "cluster.lease_ttl", &c.Cluster.LeaseTTL, Duration(DefaultLeaseTTL))
+	}
+	if es := c.Cluster.Elasticsearch; es != nil {
+		defaultList(&es.Addresses, DefaultESAddress)
+		defaultAt(written, "cluster.elasticsearch.shards", &es.Shards, 1)
+		if es.Replicas == nil {
+			one := 1
+			es.Replicas = &one
+		}
+		defaultAt(written, "cluster.elasticsearch.request_timeout", &es.RequestTimeout, Duration(DefaultESRequestTimeout))
+		es.CAFile = resolve(dir, es.CAFile)
 	}
 	if c.Elasticsearch == nil {
 		defaultAt(written, "output.file", &c.Output.File, DefaultOutput)

@@ -174,8 +174,8 @@ func (k *checker) global() {
 	}
 	k.nonEmpty("state_dir", c.StateDir)
 	if cl := &c.Cluster; cl.StateIndex != "" {
-		if c.Elasticsearch == nil {
-			k.errorf("cluster.state_index", "needs elasticsearch: the state lives in its cluster")
+		if c.StateCluster() == nil {
+			k.errorf("cluster.state_index", "needs elasticsearch (or cluster.elasticsearch): the state lives in its cluster")
 		}
 		if msg := indexNameProblem(cl.StateIndex); msg != "" {
 			k.errorf("cluster.state_index", "%s", msg)
@@ -183,6 +183,9 @@ func (k *checker) global() {
 		k.nonEmpty("cluster.node_name", cl.NodeName)
 		k.between("cluster.partitions", int64(cl.Partitions), 1, 4096)
 		k.span("cluster.lease_ttl", cl.LeaseTTL, Duration(3*time.Second), Duration(10*time.Minute))
+	}
+	if c.Cluster.Elasticsearch != nil {
+		k.stateCluster(c.Cluster.Elasticsearch)
 	}
 	if c.MetricsAddr != "" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
@@ -348,6 +351,28 @@ func (k *checker) documents(d *Documents) {
 
 func (k *checker) elasticsearch(es *Elasticsearch) {
 	const p = "elasticsearch"
+	k.connection(p, es)
+	if msg := indexNameProblem(es.Index); msg != "" {
+		k.errorf(p+".index", "%s", msg)
+	}
+	// A bulk request holds up to this and one more document, and must stay
+	// under Elasticsearch's http.max_content_length (100MiB by default).
+	k.size(p+".bulk_flush_bytes", int64(es.BulkFlushBytes), 1, 64<<20)
+	// Under 10ms the flush timer would keep a core busy.
+	k.span(p+".bulk_flush_interval", es.BulkFlushInterval, Duration(10*time.Millisecond), Duration(time.Hour))
+	k.between(p+".bulk_workers", int64(es.BulkWorkers), 1, 64)
+	if k.has(p + ".pipeline") {
+		k.nonEmpty(p+".pipeline", es.Pipeline)
+	}
+	if k.has(p + ".refresh_interval") {
+		k.span(p+".refresh_interval", es.RefreshInterval, Duration(100*time.Millisecond), Duration(time.Hour))
+	}
+	k.indexOptions(es)
+}
+
+// connection checks the keys that reach a cluster and size its indices,
+// of the block at p (elasticsearch, cluster.elasticsearch).
+func (k *checker) connection(p string, es *Elasticsearch) {
 	if len(es.Addresses) == 0 {
 		k.errorf(p+".addresses", "at least one address is required")
 	}
@@ -359,21 +384,12 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 			k.errorf(indexPath(p+".addresses", i), "must be an absolute http:// or https:// URL with a host, such as http://127.0.0.1:9200")
 		case u.User != nil:
 			// In an address they would reach every error that quotes it.
-			k.errorf(indexPath(p+".addresses", i), "must not carry credentials; use elasticsearch.username and elasticsearch.password (or elasticsearch.api_key)")
+			k.errorf(indexPath(p+".addresses", i), "must not carry credentials; use %[1]s.username and %[1]s.password (or %[1]s.api_key)", p)
 		}
-	}
-	if msg := indexNameProblem(es.Index); msg != "" {
-		k.errorf(p+".index", "%s", msg)
 	}
 	// 1024 shards is Elasticsearch's own limit for one index.
 	k.between(p+".shards", int64(es.Shards), 1, 1024)
 	k.between(p+".replicas", int64(*es.Replicas), 0, 64)
-	// A bulk request holds up to this and one more document, and must stay
-	// under Elasticsearch's http.max_content_length (100MiB by default).
-	k.size(p+".bulk_flush_bytes", int64(es.BulkFlushBytes), 1, 64<<20)
-	// Under 10ms the flush timer would keep a core busy.
-	k.span(p+".bulk_flush_interval", es.BulkFlushInterval, Duration(10*time.Millisecond), Duration(time.Hour))
-	k.between(p+".bulk_workers", int64(es.BulkWorkers), 1, 64)
 	// A whole _bulk request must fit in it.
 	k.span(p+".request_timeout", es.RequestTimeout, Duration(MinESRequestTimeout), Duration(MaxESRequestTimeout))
 	switch {
@@ -386,13 +402,16 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 		k.errorf(p+".api_key", "use either api_key or username and password, not both")
 	}
 	k.readable(p+".ca_file", es.CAFile)
-	if k.has(p + ".pipeline") {
-		k.nonEmpty(p+".pipeline", es.Pipeline)
+}
+
+// stateCluster checks cluster.elasticsearch as the connection of
+// elasticsearch is checked.
+func (k *checker) stateCluster(es *StateConnection) {
+	const p = "cluster.elasticsearch"
+	if k.c.Cluster.StateIndex == "" {
+		k.errorf(p, "needs cluster.state_index: without it the state is in state_dir")
 	}
-	if k.has(p + ".refresh_interval") {
-		k.span(p+".refresh_interval", es.RefreshInterval, Duration(100*time.Millisecond), Duration(time.Hour))
-	}
-	k.indexOptions(es)
+	k.connection(p, es.connection())
 }
 
 // analysisSections are the parts of index.analysis Elasticsearch knows.

@@ -18,6 +18,19 @@ import (
 // lives on under the next URL still serving the content.
 func TestDuplicatePagesAreOneDocumentThroughAdditionsChangesAndDeletions(t *testing.T) {
 	t.Parallel()
+	duplicatesThroughChanges(t, "")
+}
+
+// The same through the state store shared in Elasticsearch, whose groups
+// live in its groups index.
+func TestDuplicatePagesAreOneDocumentThroughTheSharedStateStore(t *testing.T) {
+	t.Parallel()
+	duplicatesThroughChanges(t, fmt.Sprintf("cluster: {state_index: %s-state, node_name: solo, partitions: 4, lease_ttl: 5s}\n", estest.Index(t)))
+}
+
+// duplicatesThroughChanges is TestDuplicatePagesAreOneDocumentThroughAdditionsChangesAndDeletions
+// with global, a block of top-level keys, added to the config.
+func duplicatesThroughChanges(t *testing.T, global string) {
 	esURL, index, site, state := estest.URL(t), estest.Index(t), newMutableSite(t), t.TempDir()
 	const same = "The same text under several addresses."
 	site.set("/", "Home", "Welcome.", "/a.html", "/copy-of-a.html", "/mirror/a.html")
@@ -27,7 +40,7 @@ func TestDuplicatePagesAreOneDocumentThroughAdditionsChangesAndDeletions(t *test
 	crawlAgain := func() {
 		t.Helper()
 		time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
-		crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "")))
+		crawl(t, crawltest.Config(t, global+syncConfig(esURL, index, state, site.URL+"/", "")))
 	}
 	expect := func(step string, want map[string][]string) {
 		t.Helper()
@@ -78,7 +91,7 @@ func TestDuplicatePagesAreOneDocumentThroughAdditionsChangesAndDeletions(t *test
 	crawlAgain()
 	expect("after a copy came back", map[string][]string{"/": nil, "/b.html": {"/mirror/a.html", "/copy-of-a.html"}})
 	time.Sleep(5 * time.Millisecond)
-	report := crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "")))
+	report := crawl(t, crawltest.Config(t, global+syncConfig(esURL, index, state, site.URL+"/", "")))
 	if k := report.Total; k.Created+k.Updated+k.Deleted != 0 {
 		t.Errorf("an unchanged site with duplicates cost writes: %+v", k)
 	}

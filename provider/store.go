@@ -13,16 +13,18 @@ import (
 
 // openStore opens the state store cfg names: the embedded one under
 // state_dir, or, with cluster.state_index, the one in Elasticsearch that
-// several processes share.
+// several processes share, on the documents' cluster or on
+// cluster.elasticsearch.
 func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, error) {
 	if cl := &cfg.Cluster; cl.StateIndex != "" {
-		es, err := sink.Client(cfg.Elasticsearch)
+		conn := cfg.StateCluster()
+		es, err := sink.Client(conn)
 		if err != nil {
 			return nil, nil, fmt.Errorf("state store: %w", err)
 		}
 		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
 			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
-			Shards: cfg.Elasticsearch.Shards, Replicas: cfg.Elasticsearch.Replicas, Log: c.log,
+			Shards: conn.Shards, Replicas: conn.Replicas, Log: c.log,
 			History: frontier.DefaultHistory, Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 		if err != nil {
 			return nil, nil, err
@@ -54,4 +56,8 @@ func (c *Crawler) clusterWarnings(report *Report) {
 	msg := "the state is shared in Elasticsearch (cluster.state_index): the page budgets (max_pages_per_cycle, max_pages_per_host_per_cycle) are not enforced"
 	report.Warn(msg)
 	c.log.Warn(msg)
+	if es := c.cfg.Cluster.Elasticsearch; es != nil && es.InsecureSkipVerify {
+		report.Warn("TLS certificates of the state's cluster are not verified (cluster.elasticsearch.insecure_skip_verify)")
+		c.log.Warn("TLS certificates are not verified", "setting", "cluster.elasticsearch.insecure_skip_verify")
+	}
 }

@@ -15,7 +15,7 @@ import (
 // openClusterStatus opens, read-only, the state a cluster of processes
 // shares; nil when no crawl has stored any yet.
 func openClusterStatus(cfg *config.Config) (*esfrontier.Store, error) {
-	es, err := sink.Client(cfg.Elasticsearch)
+	es, err := sink.Client(cfg.StateCluster())
 	if err != nil {
 		return nil, err
 	}

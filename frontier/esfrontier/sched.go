@@ -61,6 +61,9 @@ type queued struct {
 	// seqNo and term are the version the record was read at.
 	seqNo, term int64
 	histN       int64 // events in its history
+	// dup and claim are its group of duplicates and claim, as read.
+	dup   string
+	claim int
 }
 
 // storedOutcome is when an outcome was stored and the version of the
@@ -304,7 +307,8 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 			q.askLoad()
 		}
 		h.inflight++
-		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN, fence: fence}
+		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN, fence: fence,
+			dup: it.dup, claim: it.claim}
 		q.leases[it.rec.URL] = l
 		return l, 0
 	}
@@ -449,7 +453,8 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 				}
 				delete(q.recent, d.URL) // it shows the outcome, or a later change
 			}
-			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN})
+			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN,
+				dup: d.Dup, claim: d.Claim})
 		}
 		h.more = b.DocCount > len(b.Due.Hits.Hits)
 	}
@@ -502,6 +507,8 @@ type lease struct {
 	seqNo int64
 	term  int64
 	histN int64         // events in its history when leased
+	dup   string        // its group of duplicates when leased
+	claim int           // and its claim in it
 	bytes int64         // Fetched's, for the history
 	took  time.Duration // Fetched's
 	done  bool          // CompleteAsync or Release was called
@@ -652,7 +659,7 @@ func (l *lease) Release() {
 	l.h.inflight--
 	delete(q.leases, l.rec.URL)
 	if q.parts[l.h.part] {
-		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN}}, l.h.queue...)
+		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN, dup: l.dup, claim: l.claim}}, l.h.queue...)
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -662,7 +669,6 @@ func (l *lease) Release() {
 func (q *scheduler) finish(c *completion, err error) {
 	u := c.l.rec.URL
 	q.mu.Lock()
-	delete(q.leases, u)
 	if err != nil {
 		q.held[u] = true
 	} else {
@@ -675,7 +681,13 @@ func (q *scheduler) finish(c *completion, err error) {
 		q.askLoad()
 	}
 	q.mu.Unlock()
+	// The URL counts as leased until done returns, as with the embedded
+	// store: what done queues (a group of duplicates settled, its members
+	// fetched again) is stored before Next may find the crawl idle.
 	c.done(err)
+	q.mu.Lock()
+	delete(q.leases, u)
+	q.mu.Unlock()
 	q.signal()
 }
 
@@ -745,11 +757,24 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			s.linksLine(&found, c.rec.URL, c.links)
 		}
 	}
+	// And the URLs joining a group of duplicates, so that their groups list
+	// them once their outcomes are stored.
+	joins := s.groupJoins(batch)
+	for _, j := range joins {
+		found.Write(j)
+	}
 	var items []bulkItem
 	err := s.retry(ctx, func() (err error) {
 		items, err = s.bulk(ctx, found.Bytes(), "")
 		return err
 	})
+	if err == nil && len(joins) > 0 {
+		if len(items) < len(joins) {
+			err = errors.New("esfrontier: short _bulk answer")
+		} else {
+			err = s.joinedGroups(ctx, joins, items[len(items)-len(joins):])
+		}
+	}
 	if err == nil {
 		i := 0
 		for _, c := range batch {
@@ -799,6 +824,9 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		recs.line(map[string]any{"update": map[string]any{"_index": s.urls, "_id": docID(c.rec.URL), "routing": d.Host,
 			"if_seq_no": c.l.seqNo, "if_primary_term": c.l.term}})
 		f := docFields(&d)
+		if content, claim, ok := membership(&c.o); ok {
+			f["dup"], f["claim"] = content, claim
+		}
 		if s.histLen > 0 {
 			c.events = outcomeEvents(c, now)
 			f["hist"], f["hn"] = s.histSlots(c.l.histN, c.events)
@@ -815,6 +843,8 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 	}
 	var again []*completion
 	errs := make([]error, len(batch))
+	// Which outcomes were stored, and which of them after a conflict.
+	stored, rewritten := make([]bool, len(batch)), make([]bool, len(batch))
 	for k, c := range batch {
 		switch {
 		case k >= len(items):
@@ -835,7 +865,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		for i, c := range again {
 			byURL[c.rec.URL], urls[i] = c, c.rec.URL
 		}
-		_, _, cerrs, cerr := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
+		_, changed, cerrs, cerr := s.changeNoting(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
 			if r.State != frontier.Waiting {
 				return false, nil // decided by someone else: that stands
 			}
@@ -854,10 +884,15 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			for k := range batch {
 				if batch[k] == c {
 					errs[k] = e
+					rewritten[k] = cerr == nil && changed[i]
 				}
 			}
 		}
 	}
+	for k := range batch {
+		stored[k] = errs[k] == nil && (!slices.Contains(again, batch[k]) || rewritten[k])
+	}
+	s.leaveGroups(ctx, batch, stored, rewritten)
 	for k, c := range batch {
 		q.finish(c, errs[k])
 	}

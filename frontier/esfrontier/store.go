@@ -107,6 +107,7 @@ type Store struct {
 	requests atomic.Int64 // requests sent, for the cost figures
 	sent     atomic.Int64 // bytes sent
 	received atomic.Int64 // bytes received
+	dupCost  counter      // the part of the groups of duplicates (duplicates.go)
 
 	log   *slog.Logger
 	sched *scheduler
@@ -293,6 +294,11 @@ type doc struct {
 	// where it means to.
 	HistN int64                `json:"hn,omitempty"`
 	Hist  map[string]histEvent `json:"hist,omitempty"`
+	// Dup and Claim are the URL's group of duplicates and its claim in it
+	// (see duplicates.go); only an outcome writes them, so toDoc leaves
+	// them out and the other writes keep them.
+	Dup   string `json:"dup,omitempty"`
+	Claim int    `json:"claim,omitempty"`
 }
 
 func nanos(t time.Time) int64 {
@@ -384,6 +390,11 @@ func (s *Store) do(ctx context.Context, method, path string, body any, out any) 
 	}
 	s.requests.Add(1)
 	s.sent.Add(int64(n))
+	part, _ := ctx.Value(counterKey{}).(*counter)
+	if part != nil {
+		part.requests.Add(1)
+		part.sent.Add(int64(n))
+	}
 	resp, err := s.es.Perform(req)
 	if err != nil {
 		return err
@@ -391,6 +402,9 @@ func (s *Store) do(ctx context.Context, method, path string, body any, out any) 
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	s.received.Add(int64(len(data)))
+	if part != nil {
+		part.received.Add(int64(len(data)))
+	}
 	if err != nil {
 		return err
 	}
@@ -438,6 +452,7 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 				"indexed": map[string]any{"type": "boolean"}, "orphan": map[string]any{"type": "boolean"},
 			}}}},
 		{s.links, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{}}}},
+		{s.groupsIndex(), groupsIndexBody(replicas)},
 		{s.meta, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{
 			"type": kw, "holder": kw, "part": map[string]any{"type": "integer"}, "expires": long, "heartbeat": long,
 		}}}},
