@@ -3,9 +3,13 @@ package frontier
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -158,4 +162,122 @@ func BenchmarkNextCompleteInAGroup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPageLife is a page's whole life in the store as a crawl lives
+// it, with history on: found (Add), leased and completed by one of 32
+// workers with its outlinks and a pending index write, then acknowledged
+// in batches of 64 as a sink answers. The store first holds
+// CRAWLSPACE_BENCH_STORE pages (default 10,000) that went through the
+// same life, so the figures are the cost of a page at that store size.
+// ns/op and B-written/op are per page.
+func BenchmarkPageLife(b *testing.B) {
+	size := benchEnv(b, "CRAWLSPACE_BENCH_STORE", 10000)
+	// CRAWLSPACE_BENCH_PAGESIZE measures another bbolt page size.
+	bo := DefaultBoltOptions()
+	bo.PageSize = benchEnv(b, "CRAWLSPACE_BENCH_PAGESIZE", 0)
+	f := openTest(b, "", Options{Policy: policy(4, 0), History: DefaultHistory, Bolt: bo})
+	fill(b, f, size+b.N)
+	// The outlinks name URLs anywhere in the store; their keys are made
+	// here so that the figures are the store's alone.
+	keys := make([]uint64, size+b.N)
+	for i := range keys {
+		keys[i] = LinkKey(benchItems(i, 1)[0].URL)
+	}
+	pageLives(b, f, size, keys)
+	before, cpu := f.db.Stats(), cpuTime(b)
+	b.ResetTimer()
+	pageLives(b, f, b.N, keys)
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/op")
+	reportWrites(b, f, before)
+}
+
+// benchEnv is the number in the environment variable name, or def.
+func benchEnv(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+// pageLives leases, completes and acknowledges n pages, each linking 20
+// of keys.
+func pageLives(b *testing.B, f *Frontier, n int, keys []uint64) {
+	acked := make(chan string, 1024)
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		batch := make([]Ack, 0, 64)
+		flush := func() {
+			if len(batch) == 0 {
+				return
+			}
+			if _, err := f.Acknowledge(batch); err != nil {
+				b.Error(err)
+			}
+			batch = batch[:0]
+		}
+		for u := range acked {
+			batch = append(batch, Ack{URL: u, Event: Event{Kind: EventWriteDone, Reason: "created"}})
+			if len(batch) == cap(batch) {
+				flush()
+			}
+		}
+		flush()
+	}()
+	var tickets atomic.Int64
+	var wg, calls sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			rng := uint64(w + 1)
+			for tickets.Add(1) <= int64(n) {
+				l, err := f.next(context.Background())
+				if err != nil || l == nil {
+					b.Error(l, err)
+					return
+				}
+				u := l.Item().URL
+				links := make([]uint64, 20)
+				for i := range links {
+					rng = rng*6364136223846793005 + 1442695040888963407
+					links[i] = keys[int(rng>>33)%len(keys)]
+				}
+				l.Fetched(10000, time.Millisecond)
+				calls.Add(1)
+				o := Outcome{State: Fetched, Status: 200, Hash: "0123456789abcdef", Pending: PendingIndex,
+					DocID: u, ReadLinks: true, Links: links,
+					History: []Event{{Kind: EventWriteSent, Reason: "index"}}}
+				if err := l.CompleteAsync(o, func(err error) {
+					if err != nil {
+						b.Error(err)
+					}
+					acked <- u
+					calls.Done()
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	calls.Wait()
+	close(acked)
+	<-ackDone
+}
+
+// cpuTime is the CPU the process has used, user and system: on shared
+// cores it is steadier than the time taken.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
