@@ -129,6 +129,7 @@ type Frontier struct {
 	ops           chan *op
 	committerDone chan struct{}
 	asyncSlots    chan struct{}
+	unitsMu       sync.Mutex // one submit at a time takes its units
 	finished      chan finished
 	finisherDone  chan struct{}
 
@@ -186,8 +187,8 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		pages:         make(map[pageKey]*pageUse),
 		ops:           make(chan *op, maxBatch),
 		committerDone: make(chan struct{}),
-		asyncSlots:    make(chan struct{}, maxAsync),
-		finished:      make(chan finished, maxAsync),
+		asyncSlots:    make(chan struct{}, asyncUnits),
+		finished:      make(chan finished, asyncUnits),
 		finisherDone:  make(chan struct{}),
 		brokenCh:      make(chan struct{}),
 		hosts:         make(map[string]*host),
