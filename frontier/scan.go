@@ -89,7 +89,7 @@ func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
 	}
 }
 
-// scanPage reads the records of up to readChunk keys after the key after,
+// scanPage reads up to readChunk records after the key after,
 // keeping those of the states in mask (0 for all) and of source ("" for
 // all), and returns the key to read the next page after: nil at the end.
 func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]Record, []byte, error) {
