@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -189,4 +190,62 @@ func TestUpdateBatchMakesEachChangeAndReportsEachRefusal(t *testing.T) {
 	if r := mustGet(t, f, "http://a.example/x"); r.State != Waiting {
 		t.Errorf("refused change altered the record: %s", r.State)
 	}
+}
+
+func TestUnchangedOutcomesWaitForTheDiskInGreaterNumbersThanReadPages(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(asyncUnits, 0)})
+	mustAdd(t, f, urlsOf("a.example", asyncUnits+asyncUnits/heavyUnits)...)
+	// The finisher is held by the first callback, so no outcome gives its
+	// units back until it returns.
+	inDone, release := make(chan struct{}), make(chan struct{})
+	var calls sync.WaitGroup
+	complete := func(o Outcome, hold bool) {
+		t.Helper()
+		calls.Add(1)
+		err := mustLease(t, f).CompleteAsync(o, func(err error) {
+			defer calls.Done()
+			if err != nil {
+				t.Errorf("done: %v", err)
+			}
+			if hold {
+				close(inDone)
+				<-release
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	unchanged := Outcome{State: Fetched, Status: 304, ETag: `"e"`}
+	complete(unchanged, true)
+	<-inDone
+	// Every one of these returns at once: an unchanged page counts one unit.
+	for range asyncUnits - 1 {
+		complete(unchanged, false)
+	}
+	if n := len(f.asyncSlots); n != asyncUnits {
+		t.Errorf("%d unchanged outcomes hold %d units, want one each", asyncUnits, n)
+	}
+	close(release)
+	calls.Wait()
+
+	// A read page, with its links or its document on the way, counts
+	// heavyUnits: 64 of them fill what 256 unchanged pages do.
+	inDone, release = make(chan struct{}), make(chan struct{})
+	read := Outcome{State: Fetched, Status: 200, Pending: PendingIndex, DocID: "d"}
+	complete(read, true)
+	<-inDone
+	// The callbacks run one at a time, each giving its units back before
+	// the next: now only this one holds any.
+	if n := len(f.asyncSlots); n != heavyUnits {
+		t.Errorf("%d units held by one read page once the unchanged ones were called back, want %d", n, heavyUnits)
+	}
+	for range asyncUnits/heavyUnits - 1 {
+		complete(read, false)
+	}
+	if n := len(f.asyncSlots); n != asyncUnits {
+		t.Errorf("%d read pages hold %d units, want %d each", asyncUnits/heavyUnits, n, heavyUnits)
+	}
+	close(release)
+	calls.Wait()
 }

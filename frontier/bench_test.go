@@ -3,9 +3,13 @@ package frontier
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -158,4 +162,176 @@ func BenchmarkNextCompleteInAGroup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPageLife is a page's whole life in the store as a crawl lives
+// it, with history on: found (Add), leased and completed by one of 32
+// workers with its outlinks and a pending index write, then acknowledged
+// in batches of 64 as a sink answers. The store first holds
+// CRAWLSPACE_BENCH_STORE pages (default 10,000) that went through the
+// same life, so the figures are the cost of a page at that store size.
+// ns/op and B-written/op are per page.
+func BenchmarkPageLife(b *testing.B) {
+	size := benchEnv(b, "CRAWLSPACE_BENCH_STORE", 10000)
+	// CRAWLSPACE_BENCH_PAGESIZE measures another bbolt page size.
+	bo := DefaultBoltOptions()
+	bo.PageSize = benchEnv(b, "CRAWLSPACE_BENCH_PAGESIZE", 0)
+	f := openTest(b, "", Options{Policy: policy(4, 0), History: DefaultHistory, Bolt: bo})
+	fill(b, f, size+b.N)
+	// The outlinks name URLs anywhere in the store; their keys are made
+	// here so that the figures are the store's alone.
+	keys := make([]uint64, size+b.N)
+	for i := range keys {
+		keys[i] = LinkKey(benchItems(i, 1)[0].URL)
+	}
+	pageLives(b, f, size, keys)
+	before, cpu := f.db.Stats(), cpuTime(b)
+	b.ResetTimer()
+	pageLives(b, f, b.N, keys)
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/op")
+	reportWrites(b, f, before)
+}
+
+// benchEnv is the number in the environment variable name, or def.
+func benchEnv(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+// pageLives leases, completes and acknowledges n pages, each linking 20
+// of keys.
+func pageLives(b *testing.B, f *Frontier, n int, keys []uint64) {
+	acked := make(chan string, 1024)
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		batch := make([]Ack, 0, 64)
+		flush := func() {
+			if len(batch) == 0 {
+				return
+			}
+			if _, err := f.Acknowledge(batch); err != nil {
+				b.Error(err)
+			}
+			batch = batch[:0]
+		}
+		for u := range acked {
+			batch = append(batch, Ack{URL: u, Event: Event{Kind: EventWriteDone, Reason: "created"}})
+			if len(batch) == cap(batch) {
+				flush()
+			}
+		}
+		flush()
+	}()
+	var tickets atomic.Int64
+	var wg, calls sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			rng := uint64(w + 1)
+			for tickets.Add(1) <= int64(n) {
+				l, err := f.next(context.Background())
+				if err != nil || l == nil {
+					b.Error(l, err)
+					return
+				}
+				u := l.Item().URL
+				links := make([]uint64, 20)
+				for i := range links {
+					rng = rng*6364136223846793005 + 1442695040888963407
+					links[i] = keys[int(rng>>33)%len(keys)]
+				}
+				l.Fetched(10000, time.Millisecond)
+				calls.Add(1)
+				o := Outcome{State: Fetched, Status: 200, Hash: "0123456789abcdef", Pending: PendingIndex,
+					DocID: u, ReadLinks: true, Links: links,
+					History: []Event{{Kind: EventWriteSent, Reason: "index"}}}
+				if err := l.CompleteAsync(o, func(err error) {
+					if err != nil {
+						b.Error(err)
+					}
+					acked <- u
+					calls.Done()
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	calls.Wait()
+	close(acked)
+	<-ackDone
+}
+
+// cpuTime is the CPU the process has used, user and system: on shared
+// cores it is steadier than the time taken.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkUnchangedRecheck is an unchanged re-crawl in the store, with
+// history on: b.N pages, each fetched once into a group of duplicates of
+// its own, are queued for their aged check (RequeueDue) and completed by
+// 32 workers with what a 304 gives (the same validators, group and
+// claim), as the crawler does. ns/op, cpu-ns/op and B-written/op are per
+// page, the sweep included.
+func BenchmarkUnchangedRecheck(b *testing.B) {
+	f := openTest(b, "", Options{Policy: policy(32, 0), History: DefaultHistory})
+	fill(b, f, b.N)
+	outcome := func(u string) Outcome {
+		return Outcome{State: Fetched, Status: 200, ETag: `"e"`, Hash: u, Content: u, Claim: 7}
+	}
+	recheck := func(status int) {
+		var tickets atomic.Int64
+		var wg, calls sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				for tickets.Add(1) <= int64(b.N) {
+					l, err := f.next(context.Background())
+					if err != nil || l == nil {
+						b.Error(l, err)
+						return
+					}
+					o := outcome(l.Item().URL)
+					o.Status = status
+					l.Fetched(0, time.Millisecond)
+					calls.Add(1)
+					if err := l.CompleteAsync(o, func(err error) {
+						if err != nil {
+							b.Error(err)
+						}
+						calls.Done()
+					}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		calls.Wait()
+	}
+	recheck(200)
+	before, cpu := f.db.Stats(), cpuTime(b)
+	b.ResetTimer()
+	if n, err := f.RequeueDue("", time.Now().Add(time.Hour)); err != nil || n != b.N {
+		b.Fatal(n, err)
+	}
+	recheck(304)
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/op")
+	reportWrites(b, f, before)
 }

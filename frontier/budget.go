@@ -501,6 +501,9 @@ func countRecords(tx *bolt.Tx) error {
 	c := tx.Bucket(bucketURLs).Cursor()
 	var r Record
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if isHistoryKey(k) {
+			continue
+		}
 		if err := decodeRecord(string(k), v, &r, true); err != nil {
 			return fmt.Errorf("%w: %s", err, k)
 		}

@@ -26,18 +26,29 @@ type op struct {
 	// commit order, so the committer never waits for what a callback does.
 	done  chan error
 	after func(error)
+	units int // what an asynchronous change counts against asyncUnits
 }
 
 const maxBatch = 256
 
-// maxAsync bounds the asynchronous changes submitted but not yet called
+// asyncUnits bounds the asynchronous changes submitted but not yet called
 // back: the memory they hold, and how far workers may run ahead of the
-// disk before submit makes them wait.
-const maxAsync = 64
+// disk before submit makes them wait. A change counts heavyUnits when it
+// holds much memory until its callback (a page's links to queue, a
+// document on its way to the sink), else one: so at most 64 read pages
+// wait for the disk, as before, but 256 unchanged ones (304s), which hold
+// next to nothing. The more changes a commit carries, the fewer syncs and
+// rewritten tree pages each costs: an unchanged re-crawl, whose pages
+// cost the store little else, ran at the pace of its commits.
+const (
+	asyncUnits = 256
+	heavyUnits = 4
+)
 
 type finished struct {
 	after func(error)
 	err   error
+	units int
 }
 
 // write runs fn in a durable write transaction and returns once it is
@@ -59,19 +70,29 @@ func (f *Frontier) write(fn func(*bolt.Tx) error) error {
 
 // submit queues fn for the next write transaction and returns at once;
 // after is called with its outcome once it is committed (or failed). It
-// waits only while maxAsync changes are outstanding.
-func (f *Frontier) submit(fn func(*bolt.Tx) error, after func(error)) error {
+// waits only while the outstanding changes hold asyncUnits; fn counts
+// units (1 or heavyUnits).
+func (f *Frontier) submit(fn func(*bolt.Tx) error, after func(error), units int) error {
 	if err := f.refuseWrites(); err != nil {
 		return err
 	}
-	f.asyncSlots <- struct{}{}
+	// One taker at a time, so that takers holding part of what they need
+	// cannot hold every unit between them: the units are freed by changes
+	// already submitted.
+	f.unitsMu.Lock()
+	for range units {
+		f.asyncSlots <- struct{}{}
+	}
+	f.unitsMu.Unlock()
 	f.closeMu.RLock()
 	if f.closed {
 		f.closeMu.RUnlock()
-		<-f.asyncSlots
+		for range units {
+			<-f.asyncSlots
+		}
 		return ErrClosed
 	}
-	f.ops <- &op{fn: fn, after: after}
+	f.ops <- &op{fn: fn, after: after, units: units}
 	f.closeMu.RUnlock()
 	return nil
 }
@@ -94,14 +115,16 @@ func (f *Frontier) finisher() {
 	defer close(f.finisherDone)
 	for d := range f.finished {
 		d.after(d.err)
-		<-f.asyncSlots
+		for range d.units {
+			<-f.asyncSlots
+		}
 	}
 }
 
 func (o *op) finish(f *Frontier, err error) {
 	if o.after != nil {
-		// Never blocks: at most maxAsync callbacks are outstanding.
-		f.finished <- finished{o.after, err}
+		// Never blocks: at most asyncUnits callbacks are outstanding.
+		f.finished <- finished{o.after, err, o.units}
 		return
 	}
 	o.done <- err

@@ -44,6 +44,16 @@ func regroup(tx *bolt.Tx, rec *Record, o *Outcome) error {
 	urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(rec.URL))
 	if of != nil {
 		if old := of.Get(urlKey); old != nil {
+			// An unchanged page (a 304) stays where it was: both buckets
+			// are keyed by hashes, so rewriting its entries with the same
+			// values would dirty two random leaves for nothing.
+			if o.State == Fetched && o.Content == string(old) {
+				gk := append(groupKey(rec.Source, o.Content), urlKey...)
+				v := groups.Get(gk)
+				if claim, w := binary.Uvarint(v); w > 0 && claim == uint64(max(o.Claim, 0)) && string(v[w:]) == rec.URL {
+					return nil
+				}
+			}
 			if err := groups.Delete(append(groupKey(rec.Source, string(old)), urlKey...)); err != nil {
 				return err
 			}

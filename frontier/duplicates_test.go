@@ -3,6 +3,8 @@ package frontier
 import (
 	"slices"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestOutcomesRegroupTheirURLAndOnlyFetchedOnesJoinAGroup(t *testing.T) {
@@ -86,4 +88,79 @@ func TestAMemberExcludedWithoutAnOutcomeIsLeftOutOfItsGroup(t *testing.T) {
 	if err != nil || !slices.Equal(got, []Member{{b, 0}}) {
 		t.Errorf("group = %v, %v; want b alone", got, err)
 	}
+}
+
+func TestAnUnchangedPageKeepsItsGroupAndANewClaimIsStored(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(8, 0)})
+	a, b := "http://a.test/a", "http://a.test/b"
+	mustAdd(t, f, Item{URL: a, Source: "s"}, Item{URL: b, Source: "s"})
+	for range 2 {
+		l := mustLease(t, f)
+		o := Outcome{State: Fetched, Status: 200, Hash: "h", Content: "h"}
+		if l.Item().URL == a {
+			o.Claim = 5
+		}
+		mustComplete(t, l, o)
+	}
+	// Other pages, each a group of its own, so that the groups' buckets
+	// have pages of their own rather than being inlined in their parent.
+	others := urlsOf("b.test", 300)
+	mustAdd(t, f, others...)
+	for range others {
+		l := mustLease(t, f)
+		mustComplete(t, l, Outcome{State: Fetched, Status: 200, Hash: l.Item().URL, Content: l.Item().URL})
+	}
+	recheck := func(claims map[string]int) {
+		t.Helper()
+		if err := f.Refetch([]string{a, b}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			l := mustLease(t, f)
+			mustComplete(t, l, Outcome{State: Fetched, Status: 304, Hash: "h", Content: "h", Claim: claims[l.Item().URL]})
+		}
+	}
+	// The groups' buckets are copied on write: a bucket whose root page
+	// stays where it was was not written.
+	roots := func() [2]uint64 {
+		t.Helper()
+		var r [2]uint64
+		if err := f.db.View(func(tx *bolt.Tx) error {
+			r = [2]uint64{uint64(tx.Bucket(bucketGroups).Root()), uint64(tx.Bucket(bucketGroupOf).Root())}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// A 304 gives the page's group and claim as they were: nothing moves,
+	// and nothing of the groups is written.
+	before := roots()
+	recheck(map[string]int{a: 5})
+	if got, want := mustGroup(t, f, "s", "h"), []Member{{a, 5}, {b, 0}}; !slices.Equal(got, want) {
+		t.Errorf("group after unchanged pages = %v, want %v", got, want)
+	}
+	if after := roots(); after != before {
+		t.Errorf("unchanged pages rewrote the groups' buckets (root pages %v, then %v)", before, after)
+	}
+	// The same group with another claim is a change, and is stored.
+	recheck(map[string]int{a: 0, b: 9})
+	if got, want := mustGroup(t, f, "s", "h"), []Member{{a, 0}, {b, 9}}; !slices.Equal(got, want) {
+		t.Errorf("group after new claims = %v, want %v", got, want)
+	}
+	if after := roots(); after[0] == before[0] {
+		t.Errorf("new claims left the groups' bucket unwritten (root page %v)", after[0])
+	}
+	if content, claim, err := f.ContentOf(b); err != nil || content != "h" || claim != 9 {
+		t.Errorf("ContentOf(b) = %q %d %v, want h 9", content, claim, err)
+	}
+}
+
+func mustGroup(t *testing.T, f *Frontier, source, content string) []Member {
+	t.Helper()
+	m, err := f.SameContent(source, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -87,7 +87,7 @@ func (f *Frontier) UpdateLog(url string, ev Event, fn func(*Record) error) error
 
 // dropHistory deletes every event of the URL key.
 func dropHistory(tx *bolt.Tx, key []byte) error {
-	b := tx.Bucket(bucketHistory)
+	b := tx.Bucket(bucketURLs)
 	prefix := append(append(make([]byte, 0, len(key)+1), key...), 0)
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+4; k, _ = c.Seek(prefix) {

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +56,10 @@ var (
 	keyFormat = []byte("format")
 )
 
-const formatVersion = 1
+// formatVersion is the store's layout: 2 keeps each URL's history beside
+// its record (see history.go); a store of format 1 is moved to it on its
+// first Open for writing, after which older binaries refuse it.
+const formatVersion = 2
 
 // HostPolicy is the politeness applied to one host.
 type HostPolicy struct {
@@ -129,6 +133,7 @@ type Frontier struct {
 	ops           chan *op
 	committerDone chan struct{}
 	asyncSlots    chan struct{}
+	unitsMu       sync.Mutex // one submit at a time takes its units
 	finished      chan finished
 	finisherDone  chan struct{}
 
@@ -186,8 +191,8 @@ func Open(dir string, opt Options) (*Frontier, error) {
 		pages:         make(map[pageKey]*pageUse),
 		ops:           make(chan *op, maxBatch),
 		committerDone: make(chan struct{}),
-		asyncSlots:    make(chan struct{}, maxAsync),
-		finished:      make(chan finished, maxAsync),
+		asyncSlots:    make(chan struct{}, asyncUnits),
+		finished:      make(chan finished, asyncUnits),
 		finisherDone:  make(chan struct{}),
 		brokenCh:      make(chan struct{}),
 		hosts:         make(map[string]*host),
@@ -232,6 +237,12 @@ func (f *Frontier) init() error {
 			}
 		} else if err := checkFormat(v); err != nil {
 			return err
+		} else if binary.BigEndian.Uint64(v) < formatVersion {
+			// Before any event moves: an older binary would take the
+			// events beside the records for damaged records.
+			if err := m.Put(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion)); err != nil {
+				return err
+			}
 		}
 		if v := m.Get(keyCycle); len(v) == 8 {
 			f.cycle.Store(binary.BigEndian.Uint64(v))
@@ -244,13 +255,19 @@ func (f *Frontier) init() error {
 		}
 		return err
 	}
+	if err := f.migrateHistory(); err != nil {
+		if _, ok := err.(*StoreError); !ok {
+			err = fmt.Errorf("state store %s: moving the history beside the records: %w", f.dir, err)
+		}
+		return err
+	}
 	return f.rebuild()
 }
 
 var allBuckets = [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory, bucketLinks}
 
 func checkFormat(v []byte) error {
-	if len(v) != 8 || binary.BigEndian.Uint64(v) != formatVersion {
+	if len(v) != 8 || binary.BigEndian.Uint64(v) == 0 || binary.BigEndian.Uint64(v) > formatVersion {
 		return fmt.Errorf("frontier: unsupported store format %x", v)
 	}
 	return nil
@@ -391,6 +408,9 @@ func (it *Item) validate() error {
 		return fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
 	case len(it.URL) > MaxURLLength:
 		return fmt.Errorf("frontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), MaxURLLength)
+	case strings.IndexByte(it.URL, 0) >= 0:
+		// A zero byte marks the history keys beside the records.
+		return fmt.Errorf("frontier: %q holds a zero byte", it.URL)
 	case it.Class >= numClasses:
 		return fmt.Errorf("frontier: %s: bad class %d", it.URL, it.Class)
 	case it.Shift < MinShift || it.Shift > MaxShift:
@@ -837,8 +857,7 @@ func (f *Frontier) PutMeta(key string, value []byte) error {
 type wtx struct {
 	tx         *bolt.Tx
 	u, q, h, p *bolt.Bucket
-	e          *bolt.Bucket // history, opened by the first event
-	f          *Frontier    // set by sweeps, whose helpers record history through it
+	f          *Frontier // set by sweeps, whose helpers record history through it
 	cycle      uint64
 	// storedPending says whether the record sweep is changing had a
 	// Pending write as stored, before the change edited it.

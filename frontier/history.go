@@ -14,13 +14,32 @@ import (
 // from where, each fetch and its status, each decision, each index write
 // and its acknowledgement — without reading logs.
 //
-// Events live in bucket "e" under the URL, a zero byte and a 4-byte
-// per-URL sequence, so one URL's events are contiguous and in order, and
-// the newest is one seek away. They are written in the transaction of the
-// change they describe (Add, Exclude, Complete, Update, the sweeps), so a
-// history never claims a change that was rolled back.
+// Events live beside the URL's record in bucket "u", under the URL, a zero
+// byte and a 4-byte per-URL sequence: one URL's events are contiguous, in
+// order, right after its record, and the newest is one seek away. They are
+// written in the transaction of the change they describe (Add, Exclude,
+// Complete, Update, the sweeps), so a history never claims a change that
+// was rolled back. Beside the record, an event usually lands on the leaf
+// its change rewrites anyway: in a bucket of their own, a page's found,
+// completed and acknowledged events each dirtied a second random leaf,
+// which at a million pages no other page of the commit shared. Every walk
+// of "u" skips them (isHistoryKey); a URL holds no zero byte
+// (Item.validate), so no record key looks like one.
+//
+// Stores of format 1 kept them in bucket "e", under the same keys:
+// migrateHistory moves them on the first Open for writing.
 
 var bucketHistory = []byte("e")
+
+// historyKeyLen is what a history key adds to its URL: the zero byte and
+// the sequence.
+const historyKeyLen = 5
+
+// isHistoryKey says whether a key of bucket "u" is a history event's
+// rather than a record's.
+func isHistoryKey(k []byte) bool {
+	return len(k) > historyKeyLen && k[len(k)-historyKeyLen] == 0
+}
 
 // DefaultHistory is the history length the crawler keeps per URL.
 const DefaultHistory = 32
@@ -92,11 +111,8 @@ func (f *Frontier) historyOn() bool { return f.histLen > 0 }
 // event appends ev to the history of the URL key within w's transaction
 // and trims the oldest beyond the history length.
 func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
-	if f.histLen <= 0 || len(key)+5 > bolt.MaxKeySize {
+	if f.histLen <= 0 || len(key)+historyKeyLen > bolt.MaxKeySize {
 		return nil
-	}
-	if w.e == nil {
-		w.e = w.tx.Bucket(bucketHistory)
 	}
 	if ev.At.IsZero() {
 		ev.At = f.now()
@@ -104,7 +120,7 @@ func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	// The newest entry is the last key below URL|0x01.
 	n := len(w.arena)
 	w.arena = append(append(w.arena, key...), 1)
-	c := w.e.Cursor()
+	c := w.u.Cursor()
 	k, _ := c.Seek(w.arena[n:])
 	if k == nil {
 		k, _ = c.Last()
@@ -121,7 +137,7 @@ func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	hk := w.arena[n:len(w.arena):len(w.arena)]
 	m := len(w.arena)
 	w.arena = appendEvent(w.arena, ev)
-	if err := w.e.Put(hk, w.arena[m:len(w.arena):len(w.arena)]); err != nil {
+	if err := w.u.Put(hk, w.arena[m:len(w.arena):len(w.arena)]); err != nil {
 		return err
 	}
 	if seq <= uint32(f.histLen) {
@@ -129,7 +145,7 @@ func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	}
 	n = len(w.arena)
 	w.arena = binary.BigEndian.AppendUint32(append(append(w.arena, key...), 0), seq-uint32(f.histLen))
-	return w.e.Delete(w.arena[n:len(w.arena):len(w.arena)])
+	return w.u.Delete(w.arena[n:len(w.arena):len(w.arena)])
 }
 
 // History returns the URL's events, oldest first.
@@ -139,25 +155,78 @@ func (f *Frontier) History(url string) ([]Event, error) {
 	}
 	var out []Event
 	err := f.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketHistory)
-		if b == nil {
-			return nil
-		}
+		out = out[:0]
 		prefix := append([]byte(url), 0)
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(k) != len(prefix)+4 {
+		// A store read before its first Open for writing by this version
+		// still has its events in bucket "e".
+		for _, name := range [][]byte{bucketHistory, bucketURLs} {
+			b := tx.Bucket(name)
+			if b == nil {
 				continue
 			}
-			var ev Event
-			if err := decodeEvent(v, &ev); err != nil {
-				return fmt.Errorf("%w: history of %s", err, url)
+			c := b.Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if len(k) != len(prefix)+4 {
+					continue
+				}
+				var ev Event
+				if err := decodeEvent(v, &ev); err != nil {
+					return fmt.Errorf("%w: history of %s", err, url)
+				}
+				out = append(out, ev)
 			}
-			out = append(out, ev)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// migrateChunk is how many events migrateHistory moves per transaction.
+const migrateChunk = 10000
+
+// migrateHistory moves the events of a store of format 1 from bucket "e"
+// to beside their records, a chunk per transaction so a store of millions
+// of events never makes one huge transaction. The format is already 2 when
+// it starts (see init), so an older binary never reads a half-moved store,
+// and a crash part-way leaves the rest to the next Open. Keys are the same
+// in both buckets: moving one twice puts the same value.
+func (f *Frontier) migrateHistory() error {
+	for {
+		more := false
+		err := f.writeTx(func(tx *bolt.Tx) error {
+			e, u := tx.Bucket(bucketHistory), tx.Bucket(bucketURLs)
+			var moved [][]byte
+			c := e.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(moved) == migrateChunk {
+					more = true
+					break
+				}
+				// bbolt keeps what Put is given until the commit:
+				// copies, not slices of the mapped file.
+				k = bytes.Clone(k)
+				moved = append(moved, k)
+				// Bucket "e" never held anything else: a key that is
+				// no event's is damage, and would read as a record
+				// among the records. It is dropped.
+				if !isHistoryKey(k) {
+					continue
+				}
+				if err := u.Put(k, bytes.Clone(v)); err != nil {
+					return err
+				}
+			}
+			for _, k := range moved {
+				if err := e.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err := f.check(err); err != nil || !more {
+			return err
+		}
+	}
 }
 
 // Encoding: kind, class, then varints (time, status, bytes, took, depth),

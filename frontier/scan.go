@@ -89,7 +89,7 @@ func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
 	}
 }
 
-// scanPage reads the records of up to readChunk keys after the key after,
+// scanPage reads up to readChunk records after the key after,
 // keeping those of the states in mask (0 for all) and of source ("" for
 // all), and returns the key to read the next page after: nil at the end.
 func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]Record, []byte, error) {
@@ -119,6 +119,9 @@ func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]
 			prev []byte // valid for the transaction, like every key bbolt returns
 		)
 		for n := 0; k != nil; k, v = c.Next() {
+			if isHistoryKey(k) {
+				continue
+			}
 			if n == readChunk {
 				next = append([]byte(nil), prev...)
 				break
@@ -250,6 +253,9 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 			var hdr Record
 			var prev []byte // valid for the transaction, like every key bbolt returns
 			for i := 0; k != nil; k, v = c.Next() {
+				if isHistoryKey(k) {
+					continue
+				}
 				if i == writeChunk {
 					next = append([]byte(nil), prev...) // the next chunk starts after it
 					break

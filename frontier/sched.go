@@ -665,6 +665,10 @@ func (l *lease) CompleteAsync(o Outcome, done func(error)) error {
 	l.freeSlotLocked(&o, c)
 	f.mu.Unlock()
 	l.done = true
+	units := 1
+	if o.Found != nil || o.Pending != "" {
+		units = heavyUnits
+	}
 	err = f.submit(c.fn, func(err error) {
 		if err == nil {
 			c.q.remember()
@@ -684,7 +688,7 @@ func (l *lease) CompleteAsync(o Outcome, done func(error)) error {
 		f.working--
 		f.signal()
 		f.mu.Unlock()
-	})
+	}, units)
 	if err != nil {
 		f.mu.Lock()
 		l.holdLocked()

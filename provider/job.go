@@ -361,9 +361,13 @@ func (j *job) finish(e end) {
 		if g := j.c.groups(j.src); g != nil {
 			// Unchanged, it stays in its group with its claim; settling
 			// the group checks that claim still holds.
-			o.Content, o.Claim, _ = g.ContentOf(j.item.URL)
+			var err error
+			if o.Content, o.Claim, err = g.ContentOf(j.item.URL); err != nil {
+				j.c.complete(j.lease, o, nil)
+				break
+			}
 		}
-		j.c.complete(j.lease, o, nil)
+		j.c.completeUnchanged(j.lease, o)
 	case fetched:
 		j.page(e)
 	case signInFailed:

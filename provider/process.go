@@ -190,9 +190,22 @@ func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
 	c.completeThen(lease, o, w, nil)
 }
 
+// completeUnchanged is complete for a 304, whose outcome stays in the group
+// of duplicates the job just read for it (o.Content): one read of the store
+// less for the commonest page of a re-crawl.
+func (c *Crawler) completeUnchanged(lease frontier.Lease, o frontier.Outcome) {
+	c.completeIn(lease, o, nil, nil, &o.Content)
+}
+
 // completeThen is complete calling after once the outcome is stored or
 // refused.
 func (c *Crawler) completeThen(lease frontier.Lease, o frontier.Outcome, w *write, after func()) {
+	c.completeIn(lease, o, w, after, nil)
+}
+
+// completeIn is completeThen with the group the URL was in when the caller
+// knows it (inGroup), else nil.
+func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write, after func(), inGroup *string) {
 	if after != nil {
 		defer func() {
 			if after != nil {
@@ -213,7 +226,11 @@ func (c *Crawler) completeThen(lease frontier.Lease, o frontier.Outcome, w *writ
 	)
 	if o.State != frontier.Waiting {
 		if groups = c.groups(c.sources[it.Source]); groups != nil {
-			oldGroup, _, _ = groups.ContentOf(it.URL)
+			if inGroup != nil {
+				oldGroup = *inGroup
+			} else {
+				oldGroup, _, _ = groups.ContentOf(it.URL)
+			}
 		}
 	}
 	notRecorded := func(err error) {
