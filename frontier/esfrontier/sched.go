@@ -136,6 +136,11 @@ func (q *scheduler) signal() {
 func (q *scheduler) askLoad() {
 	// Something changed here: an idle answer from before it is stale.
 	q.changes.Add(1)
+	q.readSoon()
+}
+
+// readSoon asks for a read of the due URLs before the next tick.
+func (q *scheduler) readSoon() {
 	select {
 	case q.loadq <- struct{}{}:
 	default:
@@ -248,14 +253,19 @@ func (s *Store) Next(ctx context.Context) (frontier.Lease, error) {
 			return l, nil
 		}
 		if idle {
-			done, err := q.clusterIdle(ctx)
+			done, fresh, err := q.clusterIdle(ctx)
 			if err != nil {
 				return nil, err
 			}
 			if done {
 				return nil, frontier.ErrDone
 			}
-			q.askLoad()
+			if fresh {
+				// URLs others queued for this process's hosts are read
+				// now rather than at the next tick; not a change here,
+				// which would make the next worker check again at once.
+				q.readSoon()
+			}
 			wait = min(wait, idleCheckGap)
 		}
 		t := time.NewTimer(wait)
@@ -317,17 +327,18 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 
 // clusterIdle says whether no URL is Waiting anywhere but those this
 // process holds back, after a refresh so every stored change is counted;
-// workers share one answer per idleCheckGap.
-func (q *scheduler) clusterIdle(ctx context.Context) (bool, error) {
+// workers share one answer per idleCheckGap. fresh says it asked the
+// cluster.
+func (q *scheduler) clusterIdle(ctx context.Context) (done, fresh bool, _ error) {
 	q.idleMu.Lock()
 	defer q.idleMu.Unlock()
 	gen := q.changes.Load()
 	if now := q.s.now(); gen == q.idleGen && now.Sub(q.idleAt) < idleCheckGap {
-		return q.idleDone, nil
+		return q.idleDone, false, nil
 	}
 	s := q.s
 	if err := s.refresh(ctx); err != nil {
-		return false, err
+		return false, false, err
 	}
 	q.mu.Lock()
 	held := make([]string, 0, len(q.held))
@@ -340,10 +351,10 @@ func (q *scheduler) clusterIdle(ctx context.Context) (bool, error) {
 		"filter":   []any{map[string]any{"term": map[string]any{"state": int(frontier.Waiting)}}},
 		"must_not": []any{map[string]any{"terms": map[string]any{"url": held}}}}}}
 	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_count", body, &ans); err != nil {
-		return false, &Error{Op: "count the waiting URLs", Err: err}
+		return false, false, &Error{Op: "count the waiting URLs", Err: err}
 	}
 	q.idleAt, q.idleDone, q.idleGen = s.now(), ans.Count == 0, gen
-	return q.idleDone, nil
+	return q.idleDone, true, nil
 }
 
 // load reads the due URLs of the held partitions, a buffer per host, in
