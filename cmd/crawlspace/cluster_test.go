@@ -151,12 +151,16 @@ func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnother
 		starts = append(starts, fmt.Sprintf("%q", s.srv.URL+"/"))
 	}
 	const concurrency = 4 // requests in flight per process
+	// A lease round must be answered within half the TTL (docs/cluster.md,
+	// fencing). On a loaded CI machine the node takes seconds to answer, so
+	// 3 s (the least allowed) made live processes lose their partitions;
+	// 10 s only makes the takeover after the kill wait longer.
 	config := func(node string) string {
 		// Each process says who it is in its User-Agent (the product token,
 		// which robots.txt and the config's fingerprint read, is the same).
 		return crawltest.WriteConfig(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
-cluster: {state_index: %s-state, node_name: %s, partitions: 12, lease_ttl: 3s}
+cluster: {state_index: %s-state, node_name: %s, partitions: 12, lease_ttl: 10s}
 user_agent: crawlspace/%s
 allow_private_networks: true
 fetch: {concurrency: %d}
