@@ -69,6 +69,7 @@ type budgets struct {
 	// reqs are the requests this process stored, for the page limits
 	// (pages.go); exacting says a read after a refresh is under way.
 	reqs     []reqAt
+	reqN     map[string]int64 // reqs per source
 	exacting bool
 }
 
@@ -132,7 +133,7 @@ func newBudgets(s *Store, limits map[string]frontier.Budget, on func(frontier.Ov
 		on = func(frontier.OverBudget) {}
 	}
 	return &budgets{s: s, limits: limits, on: on, src: map[string]countRead{}, hosts: map[srcHost]countRead{},
-		pend: newCounts(), exactAt: map[string]time.Time{}, kept: map[string]*budgetDoc{}}
+		pend: newCounts(), exactAt: map[string]time.Time{}, kept: map[string]*budgetDoc{}, reqN: map[string]int64{}}
 }
 
 // urlLimits says whether any source has a URL limit.

@@ -99,7 +99,7 @@ func (q *scheduler) overPagesLocked(h *host, rec *frontier.Record) (frontier.Lim
 		p.host[k] = hu
 	}
 	if l.Pages > 0 {
-		n, exact := q.s.bud.sourcePages(rec.Source, p.cycle)
+		n, exact := q.s.bud.sourcePages(rec.Source, p.cycle, l.Pages-p.srcLeased[rec.Source])
 		if n+p.srcLeased[rec.Source] >= l.Pages {
 			if !exact {
 				q.s.bud.wantExact(rec.Source)
@@ -359,17 +359,23 @@ func (b *budgets) requested(source string, cycle uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.reqs = append(b.reqs, reqAt{at: b.s.now(), source: source, cycle: cycle})
+	b.reqN[source]++
 }
 
 // sourcePages is source's requests in cycle: as last read, plus this
-// process's stored since; exact when that read followed a refresh.
-func (b *budgets) sourcePages(source string, cycle uint64) (int64, bool) {
+// process's stored since; exact when that read followed a refresh. Below
+// under, any count will do: the requests this process stored lately are
+// then not looked through (a lease would do so under the scheduler's lock).
+func (b *budgets) sourcePages(source string, cycle uint64, under int64) (int64, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.src[source]
 	var n int64
 	if r.cycle == cycle {
 		n = r.pages
+	}
+	if n+b.reqN[source] < under {
+		return n, true
 	}
 	since := r.since()
 	for _, q := range b.reqs {
@@ -419,8 +425,11 @@ func (b *budgets) prunePagesLocked(now time.Time) {
 	for _, r := range b.reqs {
 		if now.Sub(r.at) < doneKeep {
 			kept = append(kept, r)
+		} else {
+			b.reqN[r.source]--
 		}
 	}
+	clear(b.reqs[len(kept):])
 	b.reqs = kept
 }
 
