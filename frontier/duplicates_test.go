@@ -143,13 +143,12 @@ func TestAnUnchangedPageKeepsItsGroupAndANewClaimIsStored(t *testing.T) {
 	if after := roots(); after != before {
 		t.Errorf("unchanged pages rewrote the groups' buckets (root pages %v, then %v)", before, after)
 	}
-	// The same group with another claim is a change, and is stored.
+	// The same group with another claim is a change, and is stored. (Its
+	// root page proves nothing here: two commits that each rewrite the
+	// bucket may give it back the page the first one freed.)
 	recheck(map[string]int{a: 0, b: 9})
 	if got, want := mustGroup(t, f, "s", "h"), []Member{{a, 0}, {b, 9}}; !slices.Equal(got, want) {
 		t.Errorf("group after new claims = %v, want %v", got, want)
-	}
-	if after := roots(); after[0] == before[0] {
-		t.Errorf("new claims left the groups' bucket unwritten (root page %v)", after[0])
 	}
 	if content, claim, err := f.ContentOf(b); err != nil || content != "h" || claim != 9 {
 		t.Errorf("ContentOf(b) = %q %d %v, want h 9", content, claim, err)
