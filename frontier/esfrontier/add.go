@@ -40,7 +40,6 @@ func (s *Store) addLines(b *ndjson, items []frontier.Item) []addLine {
 	base := s.now().UnixNano()
 	s.readHostBudgets(items)
 	var out []addLine
-	var over []overItem
 	line := func(it *frontier.Item, adm *admitted) {
 		rec := frontier.Record{Item: *it, State: frontier.Waiting, Cycle: cycle, SeenCycle: cycle}
 		d := s.toDoc(&rec, base+int64(len(out)))
@@ -49,19 +48,9 @@ func (s *Store) addLines(b *ndjson, items []frontier.Item) []addLine {
 		b.line(d)
 		out = append(out, addLine{url: it.URL, item: *it, adm: adm})
 	}
-	for i := range items {
-		it := &items[i]
-		if checkItem(it) != nil || s.seenNow(it.URL, cycle) && it.Class != frontier.Start {
-			continue
-		}
-		adm, limit, exact := s.bud.admit(it, true)
-		if limit != 0 {
-			over = append(over, overItem{item: *it, limit: limit, exact: exact})
-			continue
-		}
-		line(it, adm)
-	}
-	over = s.rejudge(over, true, line)
+	over := s.admitEach(items, true, func(it *frontier.Item) bool {
+		return s.seenNow(it.URL, cycle) && it.Class != frontier.Start
+	}, line)
 	fresh, known := s.splitOver(over)
 	for i := range known {
 		// Known: its create answers 409 and the precedence rules apply.
@@ -209,13 +198,32 @@ func (s *Store) answer(items []bulkItem, lines []addLine) (int, error) {
 	return n + k, err
 }
 
+// admitEach gives line every valid item skip leaves that the budgets
+// admit (queue: for queueing, else for recording a refusal), and returns
+// those over a limit even when judged again on fresh counts.
+func (s *Store) admitEach(items []frontier.Item, queue bool, skip func(*frontier.Item) bool, line func(*frontier.Item, *admitted)) []overItem {
+	var over []overItem
+	for i := range items {
+		it := &items[i]
+		if checkItem(it) != nil || skip(it) {
+			continue
+		}
+		adm, limit, exact := s.bud.admit(it, queue)
+		if limit != 0 {
+			over = append(over, overItem{item: *it, limit: limit, exact: exact})
+			continue
+		}
+		line(it, adm)
+	}
+	return s.rejudge(over, queue, line)
+}
+
 // excludeLines appends the _bulk lines recording refused items unless
 // known, and returns their counts against the budgets, one per line.
 func (s *Store) excludeLines(b *ndjson, reason string, items []frontier.Item) []*admitted {
 	cycle := s.Cycle()
 	s.readHostBudgets(items)
 	var out []*admitted
-	var over []overItem
 	line := func(it *frontier.Item, adm *admitted) {
 		rec := frontier.Record{Item: *it, State: frontier.Excluded, Reason: reason, Cycle: cycle, SeenCycle: cycle}
 		d := s.toDoc(&rec, 0)
@@ -224,19 +232,7 @@ func (s *Store) excludeLines(b *ndjson, reason string, items []frontier.Item) []
 		b.line(d)
 		out = append(out, adm)
 	}
-	for i := range items {
-		it := &items[i]
-		if checkItem(it) != nil {
-			continue
-		}
-		adm, limit, exact := s.bud.admit(it, false)
-		if limit != 0 {
-			over = append(over, overItem{item: *it, limit: limit, exact: exact})
-			continue
-		}
-		line(it, adm)
-	}
-	over = s.rejudge(over, false, line)
+	over := s.admitEach(items, false, func(*frontier.Item) bool { return false }, line)
 	// A known URL needs no record: only the new ones are refused.
 	fresh, _ := s.splitOver(over)
 	s.bud.refused(fresh)
