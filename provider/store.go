@@ -53,9 +53,6 @@ func (c *Crawler) clusterWarnings(report *Report) {
 	if c.cluster == nil {
 		return
 	}
-	msg := "the state is shared in Elasticsearch (cluster.state_index): the page budgets (max_pages_per_cycle, max_pages_per_host_per_cycle) are not enforced"
-	report.Warn(msg)
-	c.log.Warn(msg)
 	if es := c.cfg.Cluster.Elasticsearch; es != nil && es.InsecureSkipVerify {
 		report.Warn("TLS certificates of the state's cluster are not verified (cluster.elasticsearch.insecure_skip_verify)")
 		c.log.Warn("TLS certificates are not verified", "setting", "cluster.elasticsearch.insecure_skip_verify")

@@ -66,6 +66,11 @@ type budgets struct {
 	// kept is this process's count of the URLs each source's limits kept
 	// out, as last written.
 	kept map[string]*budgetDoc
+	// reqs are the requests this process stored, for the page limits
+	// (pages.go); exacting says a read after a refresh is under way.
+	reqs     []reqAt
+	reqN     map[string]int64 // reqs per source
+	exacting bool
 }
 
 type srcHost struct{ source, host string }
@@ -76,6 +81,9 @@ type countRead struct {
 	urls, hosts int64
 	at          time.Time
 	exact       bool // read after a refresh begun at at
+	// pages are a source's requests in cycle (pages.go).
+	pages int64
+	cycle uint64
 }
 
 // since is when this process's creations start to count on top of r.
@@ -125,7 +133,7 @@ func newBudgets(s *Store, limits map[string]frontier.Budget, on func(frontier.Ov
 		on = func(frontier.OverBudget) {}
 	}
 	return &budgets{s: s, limits: limits, on: on, src: map[string]countRead{}, hosts: map[srcHost]countRead{},
-		pend: newCounts(), exactAt: map[string]time.Time{}, kept: map[string]*budgetDoc{}}
+		pend: newCounts(), exactAt: map[string]time.Time{}, kept: map[string]*budgetDoc{}, reqN: map[string]int64{}}
 }
 
 // urlLimits says whether any source has a URL limit.
@@ -174,11 +182,15 @@ func (b *budgets) readSources(ctx context.Context, at time.Time, exact bool) err
 	for n := range b.limits {
 		names = append(names, n)
 	}
+	cycle := b.s.cycle.Load()
 	body := map[string]any{"size": 0, "query": map[string]any{"terms": map[string]any{"source": names}},
 		"aggs": map[string]any{"s": map[string]any{"terms": map[string]any{"field": "source", "size": len(names)},
 			"aggs": map[string]any{"q": map[string]any{"filter": queuedFilter,
 				// Exact below 40,000 hosts, within a few percent above.
-				"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}}}}}}
+				"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}},
+				// The requests of the cycle, for the page limits.
+				"p": map[string]any{"filter": map[string]any{"term": map[string]any{"rc": cycle}},
+					"aggs": map[string]any{"n": map[string]any{"sum": map[string]any{"field": "rn"}}}}}}}}
 	var ans struct {
 		Aggregations struct {
 			S struct {
@@ -188,6 +200,9 @@ func (b *budgets) readSources(ctx context.Context, at time.Time, exact bool) err
 					Q        struct {
 						Hosts struct{ Value int64 } `json:"hosts"`
 					} `json:"q"`
+					P struct {
+						N struct{ Value float64 } `json:"n"`
+					} `json:"p"`
 				} `json:"buckets"`
 			} `json:"s"`
 		} `json:"aggregations"`
@@ -199,12 +214,13 @@ func (b *budgets) readSources(ctx context.Context, at time.Time, exact bool) err
 	defer b.mu.Unlock()
 	for _, n := range names {
 		if r, ok := b.src[n]; !ok || r.since().Before(countRead{at: at, exact: exact}.since()) {
-			b.src[n] = countRead{at: at, exact: exact}
+			b.src[n] = countRead{at: at, exact: exact, cycle: cycle}
 		}
 	}
 	for _, bk := range ans.Aggregations.S.Buckets {
 		if r := b.src[bk.Key]; r.at.Equal(at) {
-			b.src[bk.Key] = countRead{urls: bk.DocCount, hosts: bk.Q.Hosts.Value, at: at, exact: exact}
+			b.src[bk.Key] = countRead{urls: bk.DocCount, hosts: bk.Q.Hosts.Value, at: at, exact: exact,
+				pages: int64(bk.P.N.Value), cycle: cycle}
 		}
 	}
 	b.pruneLocked(b.s.now())
@@ -309,6 +325,7 @@ func (b *budgets) pruneLocked(now time.Time) {
 	}
 	clear(b.done[len(kept):])
 	b.done = kept
+	b.prunePagesLocked(now)
 	for k, h := range b.hosts {
 		if now.Sub(h.at) > doneKeep {
 			delete(b.hosts, k)

@@ -459,7 +459,7 @@ func (o *ownership) tick(ctx context.Context) error {
 	if err := s.refresh(ctx); err != nil {
 		return &Error{Op: "take over partitions", Err: err}
 	}
-	if len(fresh) > 0 && s.bud.urlLimits() {
+	if len(fresh) > 0 && (s.bud.urlLimits() || s.bud.pageLimits()) {
 		s.bud.afterTake(ctx, refreshed)
 	}
 	var rerr error

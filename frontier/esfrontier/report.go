@@ -70,14 +70,17 @@ func (o *ownership) look(ctx context.Context) error {
 	return nil
 }
 
-// Usage counts the source's URLs, the hosts it queued URLs on, and the
-// URLs its URL limits kept out; requests per cycle are not counted by this
-// store.
+// Usage counts the source's URLs, the hosts it queued URLs on, the URLs
+// its URL limits kept out, and its requests in the cycle this process
+// knows (as stored: the requests in flight are not).
 func (s *Store) Usage(source string) (frontier.Usage, error) {
+	cycle := s.cycle.Load()
 	body := map[string]any{"size": 0, "track_total_hits": true,
 		"query": map[string]any{"term": map[string]any{"source": source}},
 		"aggs": map[string]any{"q": map[string]any{"filter": queuedFilter,
-			"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}}}}
+			"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}},
+			"p": map[string]any{"filter": map[string]any{"term": map[string]any{"rc": cycle}},
+				"aggs": map[string]any{"n": map[string]any{"sum": map[string]any{"field": "rn"}}}}}}
 	var ans struct {
 		Hits struct {
 			Total struct{ Value int64 } `json:"total"`
@@ -86,6 +89,9 @@ func (s *Store) Usage(source string) (frontier.Usage, error) {
 			Q struct {
 				Hosts struct{ Value int64 } `json:"hosts"`
 			} `json:"q"`
+			P struct {
+				N struct{ Value float64 } `json:"n"`
+			} `json:"p"`
 		} `json:"aggregations"`
 	}
 	ctx := context.Background()
@@ -96,7 +102,8 @@ func (s *Store) Usage(source string) (frontier.Usage, error) {
 	if err != nil {
 		return frontier.Usage{}, &Error{Op: "count the URLs kept out", Err: err}
 	}
-	return frontier.Usage{URLs: ans.Hits.Total.Value, Hosts: ans.Aggregations.Q.Hosts.Value, Refused: r.Refused, Example: r.Example}, nil
+	return frontier.Usage{URLs: ans.Hits.Total.Value, Hosts: ans.Aggregations.Q.Hosts.Value, Refused: r.Refused, Example: r.Example,
+		Cycle: cycle, Pages: int64(ans.Aggregations.P.N.Value)}, nil
 }
 
 // HostUsage and HostUsages: per-host counts are not kept by this store.

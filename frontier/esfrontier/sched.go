@@ -64,6 +64,9 @@ type queued struct {
 	// dup and claim are its group of duplicates and claim, as read.
 	dup   string
 	claim int
+	// rc and rn are its requests' cycle and count, as read.
+	rc uint64
+	rn int64
 }
 
 // storedOutcome is when an outcome was stored and the version of the
@@ -117,7 +120,15 @@ type scheduler struct {
 	idleAt   time.Time
 	idleDone bool
 	idleGen  int64
+	idleCyc  uint64
 	changes  atomic.Int64
+	// marking is read-held by each page limit's mark being written (from
+	// the lease that met the limit, under mu, to the write): the cycle is
+	// not found done before they are (pages.go).
+	marking sync.RWMutex
+
+	// pages are the page limits' counts and marks of the cycle (pages.go).
+	pages pageState
 }
 
 func newScheduler(s *Store) *scheduler {
@@ -159,6 +170,18 @@ func (q *scheduler) addParts(ps []int) {
 	for _, p := range ps {
 		q.parts[p] = true
 		q.addedAt[p] = q.loads
+	}
+	// Their hosts' requests are read again: their last holder made some.
+	pg := q.pagesLocked()
+	for h := range pg.readHost {
+		if q.parts[q.s.partition(h)] && slices.Contains(ps, q.s.partition(h)) {
+			delete(pg.readHost, h)
+			for k := range pg.host {
+				if k.host == h {
+					delete(pg.host, k)
+				}
+			}
+		}
 	}
 	q.mu.Unlock()
 	q.askLoad()
@@ -310,15 +333,23 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 		if !ok {
 			continue
 		}
-		q.rr = (q.rr + i + 1) % n
 		it := h.queue[0]
+		limit, known := q.overPagesLocked(h, &it.rec)
+		if limit != 0 {
+			q.holdBackLocked(h, &it.rec, limit)
+			continue
+		}
+		if !known {
+			continue
+		}
+		q.rr = (q.rr + i + 1) % n
 		h.queue = h.queue[1:]
 		if len(h.queue) == 0 && h.more {
 			q.askLoad()
 		}
 		h.inflight++
 		l := &lease{s: q.s, h: h, rec: it.rec, seq: it.seq, seqNo: it.seqNo, term: it.term, histN: it.histN, fence: fence,
-			dup: it.dup, claim: it.claim}
+			dup: it.dup, claim: it.claim, cycle: q.pagesLocked().cycle, rc: it.rc, rn: it.rn, reserved: limitsPages(q.s.bud.limits[it.rec.Source])}
 		q.leases[it.rec.URL] = l
 		return l, 0
 	}
@@ -332,28 +363,40 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 func (q *scheduler) clusterIdle(ctx context.Context) (done, fresh bool, _ error) {
 	q.idleMu.Lock()
 	defer q.idleMu.Unlock()
-	gen := q.changes.Load()
-	if now := q.s.now(); gen == q.idleGen && now.Sub(q.idleAt) < idleCheckGap {
+	gen, cyc := q.changes.Load(), q.s.cycle.Load()
+	if now := q.s.now(); gen == q.idleGen && cyc == q.idleCyc && now.Sub(q.idleAt) < idleCheckGap {
 		return q.idleDone, false, nil
 	}
 	s := q.s
+	q.marking.Lock() // once the marks being written are
+	q.marking.Unlock()
 	if err := s.refresh(ctx); err != nil {
 		return false, false, err
+	}
+	var marks []held
+	if s.bud.pageLimits() {
+		var err error
+		if marks, _, err = s.readHeld(ctx, s.cycle.Load()); err != nil {
+			return false, false, err
+		}
 	}
 	q.mu.Lock()
 	held := make([]string, 0, len(q.held))
 	for u := range q.held {
 		held = append(held, u)
 	}
+	// What the page limits hold back waits for the next cycle: it does
+	// not keep this one from ending.
+	mustNot := append([]any{map[string]any{"terms": map[string]any{"url": held}}}, q.heldClausesLocked(marks)...)
 	q.mu.Unlock()
 	var ans struct{ Count int }
 	body := map[string]any{"query": map[string]any{"bool": map[string]any{
 		"filter":   []any{map[string]any{"term": map[string]any{"state": int(frontier.Waiting)}}},
-		"must_not": []any{map[string]any{"terms": map[string]any{"url": held}}}}}}
+		"must_not": mustNot}}}
 	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_count", body, &ans); err != nil {
 		return false, false, &Error{Op: "count the waiting URLs", Err: err}
 	}
-	q.idleAt, q.idleDone, q.idleGen = s.now(), ans.Count == 0, gen
+	q.idleAt, q.idleDone, q.idleGen, q.idleCyc = s.now(), ans.Count == 0, gen, cyc
 	return q.idleDone, true, nil
 }
 
@@ -401,6 +444,8 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 	}
 	q.loads++
 	load := q.loads
+	mustNot := append([]any{map[string]any{"terms": map[string]any{"url": skip}}}, q.heldClausesLocked(nil)...)
+	cycle := q.pagesLocked().cycle
 	q.mu.Unlock()
 	if len(parts) == 0 {
 		return nil
@@ -411,7 +456,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			"filter": []any{
 				map[string]any{"term": map[string]any{"state": int(frontier.Waiting)}},
 				map[string]any{"terms": map[string]any{"part": parts}}},
-			"must_not": []any{map[string]any{"terms": map[string]any{"url": skip}}}}},
+			"must_not": mustNot}},
 		"aggs": map[string]any{"hosts": map[string]any{
 			"terms": map[string]any{"field": "host", "size": maxHosts},
 			"aggs": map[string]any{"due": map[string]any{"top_hits": map[string]any{
@@ -438,8 +483,38 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_search?request_cache=false", body, &ans); err != nil {
 		return &Error{Op: "read the due URLs", Err: err}
 	}
+	// The page counts of hosts new to this cycle's scheduling, read once:
+	// from then on this process, their only scheduler, counts them.
+	var unread []string
+	var pages map[srcHost]int64
+	if s.bud.pageLimits() {
+		q.mu.Lock()
+		pg := q.pagesLocked()
+		for _, b := range ans.Aggregations.Hosts.Buckets {
+			if !pg.readHost[b.Key] {
+				unread = append(unread, b.Key)
+			}
+		}
+		q.mu.Unlock()
+		var err error
+		if pages, err = q.readHostPages(ctx, unread, cycle); err != nil {
+			return err
+		}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if pg := q.pagesLocked(); pg.cycle == cycle {
+		for _, h := range unread {
+			if !pg.readHost[h] && q.addedAt[s.partition(h)] < load {
+				pg.readHost[h] = true
+			}
+		}
+		for k, n := range pages {
+			if pg.readHost[k.host] && pg.host[k] == nil {
+				pg.host[k] = &pageUse{pages: n}
+			}
+		}
+	}
 	found := map[string]bool{}
 	for _, b := range ans.Aggregations.Hosts.Buckets {
 		h := q.hosts[b.Key]
@@ -465,7 +540,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 				delete(q.recent, d.URL) // it shows the outcome, or a later change
 			}
 			h.queue = append(h.queue, queued{rec: d.record(), seq: d.Seq, seqNo: hit.SeqNo, term: hit.PrimaryTerm, histN: d.HistN,
-				dup: d.Dup, claim: d.Claim})
+				dup: d.Dup, claim: d.Claim, rc: d.RC, rn: d.RN})
 		}
 		h.more = b.DocCount > len(b.Due.Hits.Hits)
 	}
@@ -527,6 +602,12 @@ type lease struct {
 	// fence is done once the partition's hold may have lapsed (see
 	// ownership.extend): the request must not start or go on.
 	fence context.Context
+	// cycle is the cycle it was leased in, rc and rn the record's
+	// requests as read, reserved whether it holds a page reservation.
+	cycle    uint64
+	rc       uint64
+	rn       int64
+	reserved bool
 }
 
 var _ frontier.Fenced = (*lease)(nil)
@@ -668,6 +749,7 @@ func (l *lease) Release() {
 	q := l.s.sched
 	q.mu.Lock()
 	l.h.inflight--
+	q.endPageLocked(l, false)
 	delete(q.leases, l.rec.URL)
 	if q.parts[l.h.part] {
 		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN, dup: l.dup, claim: l.claim}}, l.h.queue...)
@@ -680,6 +762,7 @@ func (l *lease) Release() {
 func (q *scheduler) finish(c *completion, err error) {
 	u := c.l.rec.URL
 	q.mu.Lock()
+	q.endPageLocked(c.l, err == nil && !c.o.NoRequest)
 	if err != nil {
 		q.held[u] = true
 	} else {
@@ -837,6 +920,14 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 		f := docFields(&d)
 		if content, claim, ok := membership(&c.o); ok {
 			f["dup"], f["claim"] = content, claim
+		}
+		if !c.o.NoRequest {
+			// The request counts for the page limits (pages.go).
+			n := int64(1)
+			if c.l.rc == c.l.cycle {
+				n = c.l.rn + 1
+			}
+			f["rc"], f["rn"] = c.l.cycle, n
 		}
 		if s.histLen > 0 {
 			c.events = outcomeEvents(c, now)

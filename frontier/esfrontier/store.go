@@ -171,7 +171,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.stop()
 		return nil, err
 	}
-	if s.bud.urlLimits() {
+	if s.bud.urlLimits() || s.bud.pageLimits() {
 		// Counted before the first URL is admitted: a process that joins
 		// a crawl near its limits does not admit as if it were empty.
 		at := s.bud.seal()
@@ -289,6 +289,10 @@ type doc struct {
 	SeenCycle    uint64 `json:"seen"`
 	HasLinks     bool   `json:"has_links,omitempty"`
 	Orphan       bool   `json:"orphan"`
+	// RC is the cycle of the URL's last request, RN its requests in that
+	// cycle (pages.go); only an outcome writes them.
+	RC uint64 `json:"rc,omitempty"`
+	RN int64  `json:"rn,omitempty"`
 	// HistN counts the events of the URL's history, Hist holds the newest
 	// (see history.go); toDoc leaves both out, so a write sets them only
 	// where it means to.
@@ -448,7 +452,7 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 				"url": kw, "host": kw, "source": kw, "reason": kw, "pending": kw,
 				"part": map[string]any{"type": "integer"}, "state": map[string]any{"type": "byte"},
 				"level": map[string]any{"type": "byte"}, "class": map[string]any{"type": "byte"},
-				"seq": long, "cycle": long, "seen": long, "lastmod": long, "fetched_at": long, "checked_at": long,
+				"seq": long, "cycle": long, "seen": long, "rc": long, "rn": long, "lastmod": long, "fetched_at": long, "checked_at": long,
 				"indexed": map[string]any{"type": "boolean"}, "orphan": map[string]any{"type": "boolean"},
 			}}}},
 		{s.links, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{}}}},
@@ -462,6 +466,12 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 		if err != nil && !(isStatus(err, 400) && strings.Contains(err.Error(), "resource_already_exists_exception")) {
 			return &Error{Op: "create index " + ix.name, Err: err}
 		}
+	}
+	// A URL index created before the page limits counted requests gets
+	// their fields (pages.go): adding a field to a mapping is allowed, and
+	// a no-op when it is there.
+	if err := s.do(ctx, http.MethodPut, "/"+s.urls+"/_mapping", map[string]any{"properties": map[string]any{"rc": long, "rn": long}}, nil); err != nil {
+		return &Error{Op: "map the requests' fields of " + s.urls, Err: err}
 	}
 	return nil
 }

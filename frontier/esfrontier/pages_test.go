@@ -1,0 +1,146 @@
+package esfrontier_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/internal/estest"
+)
+
+// pageSite serves "/" linking /p1 … /pN, and counts the requests of each
+// path.
+type pageSite struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newPageSite(t *testing.T, pages int) *pageSite {
+	s := &pageSite{hits: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			for i := 1; i <= pages; i++ {
+				fmt.Fprintf(w, `<a href="/p%d">p%d</a>`, i, i)
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// requests are the site's requests so far, and how many paths were
+// requested more than once.
+func (s *pageSite) requests() (n, again int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.hits {
+		n += c
+		if c > 1 {
+			again++
+		}
+	}
+	return n, again
+}
+
+// Two processes (stores) crawl through one shared state under the page
+// budgets: source "h" on three sites under max_pages_per_host_per_cycle,
+// source "s" on one under max_pages_per_cycle. Each limit holds to the
+// request, the cycle ends with the rest held back (counted under its
+// reason, and the requests shown by Usage), and the next cycle fetches
+// the pages held back, under the limits again.
+func TestPageBudgetsHoldAcrossTwoProcessesAndTheNextCycleFetchesWhatTheyHeldBack(t *testing.T) {
+	t.Parallel()
+	const pages, perHost, perCycle = 10, 4, 5
+	hs := []*pageSite{newPageSite(t, pages), newPageSite(t, pages), newPageSite(t, pages)}
+	ss := newPageSite(t, pages)
+	budgets := map[string]frontier.Budget{"h": {PagesPerHost: perHost}, "s": {Pages: perCycle}}
+	prefix := estest.Index(t)
+	kept := &notes{by: map[[2]string]int{}}
+	open := func(node string) *esfrontier.Store {
+		return openWith(t, estest.URL(t), esfrontier.Options{Prefix: prefix, Node: node, Partitions: 8,
+			LeaseTTL: 6 * time.Second, Budgets: budgets, OnBudget: kept.add,
+			Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
+	}
+	a, b := open("a"), open("b")
+	cycle := func() {
+		t.Helper()
+		if _, err := a.BeginCycle(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.BeginCycle(); err != nil {
+			t.Fatal(err)
+		}
+		if a.Cycle() != b.Cycle() {
+			t.Fatalf("the processes are in cycles %d and %d", a.Cycle(), b.Cycle())
+		}
+		var wg sync.WaitGroup
+		for _, s := range []*esfrontier.Store{a, a, b, b} {
+			wg.Go(func() { crawlTrap(t, s) })
+		}
+		wg.Wait()
+	}
+	cycle()
+	items := []frontier.Item{{URL: ss.URL + "/", Source: "s", Class: frontier.Start}}
+	for _, h := range hs {
+		items = append(items, frontier.Item{URL: h.URL + "/", Source: "h", Class: frontier.Start})
+	}
+	if _, err := a.Add(items...); err != nil {
+		t.Fatal(err)
+	}
+	// The first cycle was begun before the start URLs: crawl it now.
+	var wg sync.WaitGroup
+	for _, s := range []*esfrontier.Store{a, a, b, b} {
+		wg.Go(func() { crawlTrap(t, s) })
+	}
+	wg.Wait()
+
+	for i, h := range hs {
+		if n, _ := h.requests(); n != perHost {
+			t.Errorf("site %d of h had %d requests in the first cycle, want max_pages_per_host_per_cycle %d", i, n, perHost)
+		}
+	}
+	if n, _ := ss.requests(); n != perCycle {
+		t.Errorf("s made %d requests in the first cycle, want max_pages_per_cycle %d", n, perCycle)
+	}
+	// Each site holds pages+1 URLs: all but those fetched were held back,
+	// counted once under their limit.
+	if got, want := kept.get("h", frontier.LimitPagesPerHost), len(hs)*(pages+1-perHost); got != want {
+		t.Errorf("%d URLs of h counted under max_pages_per_host_per_cycle, want %d", got, want)
+	}
+	if got, want := kept.get("s", frontier.LimitPages), pages+1-perCycle; got != want {
+		t.Errorf("%d URLs of s counted under max_pages_per_cycle, want %d", got, want)
+	}
+	for _, s := range []*esfrontier.Store{a, b} {
+		for src, want := range map[string]int64{"h": int64(len(hs) * perHost), "s": perCycle} {
+			u, err := s.Usage(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.PagesIn(s.Cycle()) != want {
+				t.Errorf("%s: %s's usage %+v, want %d requests in cycle %d", s.Node(), src, u, want, s.Cycle())
+			}
+		}
+	}
+
+	// The next cycle fetches what was held back, each page once, under the
+	// limits again.
+	cycle()
+	for i, h := range hs {
+		if n, again := h.requests(); n != 2*perHost || again != 0 {
+			t.Errorf("site %d of h had %d requests after two cycles (%d paths twice), want %d, each path once", i, n, again, 2*perHost)
+		}
+	}
+	if n, again := ss.requests(); n != 2*perCycle || again != 0 {
+		t.Errorf("s made %d requests after two cycles (%d paths twice), want %d, each path once", n, again, 2*perCycle)
+	}
+}
