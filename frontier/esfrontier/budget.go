@@ -66,10 +66,11 @@ type budgets struct {
 	// kept is this process's count of the URLs each source's limits kept
 	// out, as last written.
 	kept map[string]*budgetDoc
-	// reqs are the requests this process stored, for the page limits
-	// (pages.go); exacting says a read after a refresh is under way.
-	reqs     []reqAt
-	reqN     map[string]int64 // reqs per source
+	// own are the requests this store made and stored per source in
+	// ownCycle, for the page limits (pages.go); exacting says a read after
+	// a refresh is under way.
+	own      map[string]int64
+	ownCycle uint64
 	exacting bool
 }
 
@@ -81,7 +82,7 @@ type countRead struct {
 	urls, hosts int64
 	at          time.Time
 	exact       bool // read after a refresh begun at at
-	// pages are a source's requests in cycle (pages.go).
+	// pages are a source's requests in cycle by the other stores (pages.go).
 	pages int64
 	cycle uint64
 }
@@ -133,7 +134,7 @@ func newBudgets(s *Store, limits map[string]frontier.Budget, on func(frontier.Ov
 		on = func(frontier.OverBudget) {}
 	}
 	return &budgets{s: s, limits: limits, on: on, src: map[string]countRead{}, hosts: map[srcHost]countRead{},
-		pend: newCounts(), exactAt: map[string]time.Time{}, kept: map[string]*budgetDoc{}, reqN: map[string]int64{}}
+		pend: newCounts(), exactAt: map[string]time.Time{}, kept: map[string]*budgetDoc{}, own: map[string]int64{}}
 }
 
 // urlLimits says whether any source has a URL limit.
@@ -188,8 +189,11 @@ func (b *budgets) readSources(ctx context.Context, at time.Time, exact bool) err
 			"aggs": map[string]any{"q": map[string]any{"filter": queuedFilter,
 				// Exact below 40,000 hosts, within a few percent above.
 				"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}},
-				// The requests of the cycle, for the page limits.
-				"p": map[string]any{"filter": map[string]any{"term": map[string]any{"rc": cycle}},
+				// The others' requests of the cycle, for the page limits:
+				// this store counts its own (pages.go).
+				"p": map[string]any{"filter": map[string]any{"bool": map[string]any{
+					"filter":   []any{map[string]any{"term": map[string]any{"rc": cycle}}},
+					"must_not": []any{map[string]any{"term": map[string]any{"rp": b.s.inst}}}}},
 					"aggs": map[string]any{"n": map[string]any{"sum": map[string]any{"field": "rn"}}}}}}}}
 	var ans struct {
 		Aggregations struct {
@@ -325,7 +329,6 @@ func (b *budgets) pruneLocked(now time.Time) {
 	}
 	clear(b.done[len(kept):])
 	b.done = kept
-	b.prunePagesLocked(now)
 	for k, h := range b.hosts {
 		if now.Sub(h.at) > doneKeep {
 			delete(b.hosts, k)

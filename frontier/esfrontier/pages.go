@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
 )
@@ -21,10 +20,13 @@ import (
 // the host first comes up in a cycle, or after it took the partition
 // (after the take's refresh), and counts locally from then on, a lease
 // reserving its request as with the embedded store. A source's requests
-// are read with its URL counts every second, and this process adds its
-// own stored since and its leases; before holding a source back it reads
-// them again after a refresh. The others' requests since the last read go
-// uncounted, as with the URL limits.
+// are this store's own, counted here as they are stored, and the other
+// stores': each record names the store that made its last request (rp),
+// and the others' are read with the source's URL counts every second,
+// leaving out this store's, so no request is counted twice however the
+// read and the writes interleave. Before holding a source back the others'
+// are read again after a refresh. The others' requests since the last read
+// go uncounted, as with the URL limits.
 //
 // What a page limit holds back stays Waiting for the next cycle. Its mark
 // (the source, or the source and host, and the cycle) is a document of the
@@ -99,7 +101,7 @@ func (q *scheduler) overPagesLocked(h *host, rec *frontier.Record) (frontier.Lim
 		p.host[k] = hu
 	}
 	if l.Pages > 0 {
-		n, exact := q.s.bud.sourcePages(rec.Source, p.cycle, l.Pages-p.srcLeased[rec.Source])
+		n, exact := q.s.bud.sourcePages(rec.Source, p.cycle)
 		if n+p.srcLeased[rec.Source] >= l.Pages {
 			if !exact {
 				q.s.bud.wantExact(rec.Source)
@@ -145,7 +147,14 @@ func (q *scheduler) endPageLocked(l *lease, counted bool) {
 func (q *scheduler) holdBackLocked(h *host, rec *frontier.Record, limit frontier.Limit) {
 	p := q.pagesLocked()
 	k := srcHost{rec.Source, h.key}
-	mark := held{cycle: p.cycle, source: rec.Source, limit: limit, example: rec.URL}
+	mark := held{cycle: p.cycle, source: rec.Source, limit: limit, example: rec.URL, leased: []string{}}
+	// The URLs leased meanwhile are stored Waiting until their outcome,
+	// which they will have in this cycle: they are not held back.
+	for u, l := range q.leases {
+		if l.rec.Source == rec.Source && (limit == frontier.LimitPages || l.h == h) {
+			mark.leased = append(mark.leased, u)
+		}
+	}
 	// A read begun before the mark may bring them back: they are dropped
 	// again, and marked once.
 	switch limit {
@@ -265,6 +274,7 @@ type held struct {
 	host    string // for max_pages_per_host_per_cycle
 	limit   frontier.Limit
 	example string
+	leased  []string // this store's leases of it when marked
 }
 
 type heldDoc struct {
@@ -297,13 +307,15 @@ func (b *budgets) markHeld(m held) {
 	if m.host != "" {
 		filter = append(filter, map[string]any{"term": map[string]any{"host": m.host}})
 	}
+	leased := map[string]any{"terms": map[string]any{"url": m.leased}}
 	// After a refresh, so the outcomes just stored no longer count as
 	// Waiting: once per mark, at a limit only.
 	if err := s.refresh(ctx); err != nil {
 		s.log.Warn("cannot count what a page budget holds back", "err", err)
 	}
 	var ans struct{ Count int64 }
-	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_count", map[string]any{"query": map[string]any{"bool": map[string]any{"filter": filter}}}, &ans); err != nil {
+	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_count", map[string]any{"query": map[string]any{"bool": map[string]any{"filter": filter,
+		"must_not": []any{leased}}}}, &ans); err != nil {
 		s.log.Warn("cannot count what a page budget holds back", "err", err)
 	}
 	d := heldDoc{Type: "held", Cycle: m.cycle, Source: m.source, Host: m.host, Limit: m.limit.String(), URLs: ans.Count, Example: m.example}
@@ -347,26 +359,23 @@ func (s *Store) readHeld(ctx context.Context, cycle uint64) ([]held, []heldDoc, 
 	return out, docs, nil
 }
 
-// reqAt is a request this process stored, for the source counts.
-type reqAt struct {
-	at     time.Time
-	source string
-	cycle  uint64
-}
-
-// requested counts a stored request of source in cycle.
+// requested counts a request of source this store made in cycle and stored.
 func (b *budgets) requested(source string, cycle uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.reqs = append(b.reqs, reqAt{at: b.s.now(), source: source, cycle: cycle})
-	b.reqN[source]++
+	if cycle != b.ownCycle {
+		if cycle < b.ownCycle {
+			return
+		}
+		clear(b.own)
+		b.ownCycle = cycle
+	}
+	b.own[source]++
 }
 
-// sourcePages is source's requests in cycle: as last read, plus this
-// process's stored since; exact when that read followed a refresh. Below
-// under, any count will do: the requests this process stored lately are
-// then not looked through (a lease would do so under the scheduler's lock).
-func (b *budgets) sourcePages(source string, cycle uint64, under int64) (int64, bool) {
+// sourcePages is source's requests in cycle: the other stores' as last
+// read and this store's own; exact when that read followed a refresh.
+func (b *budgets) sourcePages(source string, cycle uint64) (int64, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.src[source]
@@ -374,14 +383,8 @@ func (b *budgets) sourcePages(source string, cycle uint64, under int64) (int64, 
 	if r.cycle == cycle {
 		n = r.pages
 	}
-	if n+b.reqN[source] < under {
-		return n, true
-	}
-	since := r.since()
-	for _, q := range b.reqs {
-		if q.source == source && q.cycle == cycle && !q.at.Before(since) {
-			n++
-		}
+	if b.ownCycle == cycle {
+		n += b.own[source]
 	}
 	return n, r.exact && r.cycle == cycle
 }
@@ -417,20 +420,6 @@ func (b *budgets) wantExact(source string) {
 		b.s.sched.askLoad()
 		b.s.sched.signal()
 	}()
-}
-
-// prunePagesLocked forgets the requests no read can miss any longer.
-func (b *budgets) prunePagesLocked(now time.Time) {
-	kept := b.reqs[:0]
-	for _, r := range b.reqs {
-		if now.Sub(r.at) < doneKeep {
-			kept = append(kept, r)
-		} else {
-			b.reqN[r.source]--
-		}
-	}
-	clear(b.reqs[len(kept):])
-	b.reqs = kept
 }
 
 func limitsPages(l frontier.Budget) bool { return l.Pages > 0 || l.PagesPerHost > 0 }

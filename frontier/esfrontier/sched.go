@@ -927,7 +927,7 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 			if c.l.rc == c.l.cycle {
 				n = c.l.rn + 1
 			}
-			f["rc"], f["rn"] = c.l.cycle, n
+			f["rc"], f["rn"], f["rp"] = c.l.cycle, n, s.inst
 		}
 		if s.histLen > 0 {
 			c.events = outcomeEvents(c, now)

@@ -21,6 +21,7 @@ package esfrontier
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -98,6 +99,7 @@ type Store struct {
 	links    string
 	meta     string
 	node     string
+	inst     string // this opening's name on the requests it stores (rp, pages.go)
 	parts    int
 	ttl      time.Duration
 	histLen  int
@@ -149,7 +151,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s := &Store{es: opt.Client, urls: opt.Prefix + "-urls", links: opt.Prefix + "-links", meta: opt.Prefix + "-meta",
 		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, histLen: opt.History, policy: opt.Policy, now: opt.Now, log: opt.Log,
-		seen: map[uint64]struct{}{}}
+		seen: map[uint64]struct{}{}, inst: opt.Node + "-" + randomToken()}
 	s.bud = newBudgets(s, opt.Budgets, opt.OnBudget)
 	if opt.ReadOnly {
 		return s.openReadOnly(ctx)
@@ -293,6 +295,8 @@ type doc struct {
 	// cycle (pages.go); only an outcome writes them.
 	RC uint64 `json:"rc,omitempty"`
 	RN int64  `json:"rn,omitempty"`
+	// RP is the store (Store.inst) that made the last request.
+	RP string `json:"rp,omitempty"`
 	// HistN counts the events of the URL's history, Hist holds the newest
 	// (see history.go); toDoc leaves both out, so a write sets them only
 	// where it means to.
@@ -449,7 +453,7 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 			// The URL's own host routes it, so one host's URLs sit in one shard.
 			"_routing": map[string]any{"required": true},
 			"properties": map[string]any{
-				"url": kw, "host": kw, "source": kw, "reason": kw, "pending": kw,
+				"url": kw, "host": kw, "source": kw, "reason": kw, "pending": kw, "rp": kw,
 				"part": map[string]any{"type": "integer"}, "state": map[string]any{"type": "byte"},
 				"level": map[string]any{"type": "byte"}, "class": map[string]any{"type": "byte"},
 				"seq": long, "cycle": long, "seen": long, "rc": long, "rn": long, "lastmod": long, "fetched_at": long, "checked_at": long,
@@ -470,7 +474,7 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 	// A URL index created before the page limits counted requests gets
 	// their fields (pages.go): adding a field to a mapping is allowed, and
 	// a no-op when it is there.
-	if err := s.do(ctx, http.MethodPut, "/"+s.urls+"/_mapping", map[string]any{"properties": map[string]any{"rc": long, "rn": long}}, nil); err != nil {
+	if err := s.do(ctx, http.MethodPut, "/"+s.urls+"/_mapping", map[string]any{"properties": map[string]any{"rc": long, "rn": long, "rp": kw}}, nil); err != nil {
 		return &Error{Op: "map the requests' fields of " + s.urls, Err: err}
 	}
 	return nil
@@ -556,4 +560,12 @@ func itemError(it *bulkItem) error {
 		return nil
 	}
 	return &httpError{Status: it.Status, Body: string(it.Error)}
+}
+
+// randomToken tells apart two openings of a store under one node name (a
+// process restarted at once).
+func randomToken() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported platforms
+	return hex.EncodeToString(b[:])
 }
