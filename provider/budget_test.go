@@ -18,6 +18,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
+	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/hostile"
 	"github.com/crawlspace/crawlspace/provider"
 )
@@ -227,5 +228,46 @@ func TestTrapCrawledToALargerBudgetTakesNoMoreMemory(t *testing.T) {
 	// costs (clients, extractors, the store's structures) are most of it.
 	if grew4 > 2*max(grew1, 1<<20) {
 		t.Errorf("the heap grew by %d KiB at a budget of %d and by %d KiB at 4 times that: it grows with the trap", grew1>>10, n, grew4>>10)
+	}
+}
+
+// The page budget holds with the state shared in Elasticsearch as with the
+// embedded store: a trap crawl stops at max_pages_per_cycle, says so once,
+// counts what waits under its reason, and the next cycle fetches that many
+// more. (Two processes under the page budgets: frontier/esfrontier.)
+func TestThePageBudgetHoldsThroughTheSharedStateStoreAndTheNextCycleFetchesWhatWaited(t *testing.T) {
+	t.Parallel()
+	const pages, links = 40, 5
+	trap := &hostile.Trap{Seed: 2, Links: links}
+	site, ctx := trapSite(t, trap, 50*pages)
+	cfg := crawltest.Config(t, fmt.Sprintf(`
+output: {file: %s}
+allow_private_networks: true
+cluster: {state_index: %s-state, node_name: solo, partitions: 4, lease_ttl: 5s, elasticsearch: {addresses: [%q]}}
+sources:
+  - name: trap
+    start_urls: [%q]
+    budget: {max_urls_per_host: 1000, max_pages_per_cycle: %d}
+`, filepath.Join(t.TempDir(), "trap.ndjson"), estest.Index(t), estest.URL(t), site.URL+"/", pages))
+	var log syncBuffer
+	for cycle := 1; cycle <= 2; cycle++ {
+		report, c := crawlUntilItEnds(t, ctx, cfg, &log)
+		if trap.Pages() != int64(cycle*pages) || report.Total.Fetched != pages {
+			t.Errorf("cycle %d: the trap served %d pages in all, the report counts %d fetched; want max_pages_per_cycle %d a cycle",
+				cycle, trap.Pages(), report.Total.Fetched, pages)
+		}
+		// Each page links to new pages: more wait than were fetched.
+		if got := report.Total.Reasons["max_pages_per_cycle"]; got < pages {
+			t.Errorf("cycle %d: report counts %d URLs under max_pages_per_cycle, want the %d or more left waiting", cycle, got, pages)
+		}
+		if n := strings.Count(strings.Join(report.Warnings, "\n"), "budget max_pages_per_cycle"); n != 1 {
+			t.Errorf("cycle %d: report has %d warnings of max_pages_per_cycle, want 1: %q", cycle, n, report.Warnings)
+		}
+		if strings.Contains(strings.Join(report.Warnings, "\n"), "not enforced") {
+			t.Errorf("cycle %d: the report says a budget is not enforced: %q", cycle, report.Warnings)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
