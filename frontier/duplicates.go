@@ -148,12 +148,7 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		claim   int
 	)
 	err := f.view(func(tx *bolt.Tx) error {
-		of, groups := tx.Bucket(bucketGroupOf), tx.Bucket(bucketGroups)
-		if of == nil {
-			return nil
-		}
-		urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(url))
-		c := of.Get(urlKey)
+		urlKey, c := contentKey(tx, url)
 		if c == nil {
 			return nil
 		}
@@ -167,10 +162,21 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		}
 		var err error
 		content = string(c)
-		claim, err = claimIn(groups, rec.Source, content, urlKey)
+		claim, err = claimIn(tx.Bucket(bucketGroups), rec.Source, content, urlKey)
 		return err
 	})
 	return content, claim, err
+}
+
+// contentKey is the content key of url's group in tx, nil when url is in
+// none, and url's hash as the groups' keys hold it.
+func contentKey(tx *bolt.Tx, url string) (urlKey, content []byte) {
+	of := tx.Bucket(bucketGroupOf)
+	if of == nil {
+		return nil, nil
+	}
+	urlKey = binary.BigEndian.AppendUint64(nil, LinkKey(url))
+	return urlKey, of.Get(urlKey)
 }
 
 // claimIn is the claim of the URL whose hash is urlKey in the group
@@ -192,12 +198,7 @@ func (f *Frontier) GroupOf(source, url string) (content string, claim int, membe
 		return "", 0, nil, ErrClosed
 	}
 	err = f.view(func(tx *bolt.Tx) error {
-		of := tx.Bucket(bucketGroupOf)
-		if of == nil {
-			return nil
-		}
-		urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(url))
-		c := of.Get(urlKey)
+		urlKey, c := contentKey(tx, url)
 		if c == nil {
 			return nil
 		}
