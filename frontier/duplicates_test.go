@@ -245,3 +245,49 @@ func TestGroupOfGivesTheClaimOfAURLPastTheMembersRead(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGroupReadOfAnUnchangedPage is what the crawler reads of a 304's
+// group of duplicates in a store of 100,000 pages, each alone in its group:
+// ContentOf before the completion and SameContent after it, or GroupOf.
+func BenchmarkGroupReadOfAnUnchangedPage(b *testing.B) {
+	f := openTest(b, "", Options{Policy: policy(8, 0)})
+	items := urlsOf("a.test", 100_000)
+	for i := 0; i < len(items); i += 10_000 {
+		mustAdd(b, f, items[i:i+10_000]...)
+	}
+	if err := f.db.Update(func(tx *bolt.Tx) error {
+		for _, it := range items {
+			rec := Record{Item: it}
+			if err := regroup(tx, &rec, &Outcome{State: Fetched, Content: it.URL, Claim: 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ContentOf+SameContent", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			u := items[(i*7919)%len(items)].URL
+			i++
+			content, _, err := f.ContentOf(u)
+			if err != nil || content != u {
+				b.Fatal(content, err)
+			}
+			if m, err := f.SameContent("s", content); err != nil || len(m) != 1 {
+				b.Fatal(m, err)
+			}
+		}
+	})
+	b.Run("GroupOf", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			u := items[(i*7919)%len(items)].URL
+			i++
+			if content, _, m, err := f.GroupOf("s", u); err != nil || content != u || len(m) != 1 {
+				b.Fatal(content, m, err)
+			}
+		}
+	})
+}
