@@ -50,7 +50,8 @@ type Source struct {
 	// Authorization on a redirect to another host.
 	strip map[string]bool
 	// listing fetches sitemaps and feeds, robots robots.txt; pages are
-	// fetched by clones of coll, one per request at a time (pages).
+	// fetched by clones of coll, one per request at a time (pages), but
+	// for conditional GETs colly would send unchanged (recheck).
 	listing *http.Client
 	robots  *http.Client
 	coll    *colly.Collector

@@ -211,7 +211,7 @@ func (s *Source) page(ctx context.Context, rawURL string, hdr http.Header) *Resp
 // recheckPage makes a conditional GET of a page without colly, as colly
 // would make it: in a re-crawl most pages answer 304, and for them colly's
 // own work (a WHATWG parse and re-serialisation of the URL, its request
-// and response objects, its callbacks) was a fifth of the crawler's CPU.
+// and response objects, its callbacks) was a tenth of the crawler's CPU.
 // The request goes through the same transport, with the same headers,
 // timeout, redirect policy and cookie jar; a 200 is read as colly reads
 // it. The outcome is in res, or in the error returned.
