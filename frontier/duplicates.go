@@ -89,43 +89,56 @@ func (f *Frontier) SameContent(source, content string) ([]Member, error) {
 		return nil, ErrClosed
 	}
 	var out []Member
-	err := f.view(func(tx *bolt.Tx) error {
-		groups, urls := tx.Bucket(bucketGroups), tx.Bucket(bucketURLs)
-		if groups == nil {
-			return nil
+	err := f.view(func(tx *bolt.Tx) (err error) {
+		out, _, _, err = sameContent(tx, source, content, "")
+		return err
+	})
+	return out, err
+}
+
+// sameContent is SameContent in tx, with the URL self listed whatever its
+// record's state; claim is self's, found whether self was among the
+// members read.
+func sameContent(tx *bolt.Tx, source, content, self string) (out []Member, claim int, found bool, err error) {
+	groups, urls := tx.Bucket(bucketGroups), tx.Bucket(bucketURLs)
+	if groups == nil {
+		return nil, 0, false, nil
+	}
+	prefix := groupKey(source, content)
+	c := groups.Cursor()
+	n := 0
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < maxGroupScan; k, v = c.Next() {
+		n++
+		m, w := binary.Uvarint(v)
+		if w <= 0 {
+			return nil, 0, false, errCorrupt
 		}
-		prefix := groupKey(source, content)
-		c := groups.Cursor()
-		n := 0
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < maxGroupScan; k, v = c.Next() {
-			n++
-			claim, w := binary.Uvarint(v)
-			if w <= 0 {
-				return errCorrupt
-			}
-			url := string(v[w:])
+		url := string(v[w:])
+		if url == self {
+			claim, found = int(m), true
+		} else {
 			rv := urls.Get(v[w:])
 			if rv == nil {
 				continue
 			}
 			var rec Record
 			if err := decodeRecord(url, rv, &rec, false); err != nil {
-				return err
+				return nil, 0, false, err
 			}
 			if rec.State == Error || rec.State == Excluded {
 				continue // left the crawl without an outcome that regrouped it
 			}
-			out = append(out, Member{URL: url, Claim: int(claim)})
 		}
-		// Keyed by the URLs' hashes, the group reads in their order: put
-		// it in the URLs'.
-		slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.URL, b.URL) })
-		return nil
-	})
-	return out, err
+		out = append(out, Member{URL: url, Claim: int(m)})
+	}
+	// Keyed by the URLs' hashes, the group reads in their order: put
+	// it in the URLs'.
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.URL, b.URL) })
+	return out, claim, found, nil
 }
 
-// ContentOf is url's group: see Duplicates. source is url's record's.
+// ContentOf is the content key of url's group and url's claim in it: see
+// Duplicates.
 func (f *Frontier) ContentOf(url string) (string, int, error) {
 	if f.shut.Load() {
 		return "", 0, ErrClosed
@@ -135,12 +148,7 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		claim   int
 	)
 	err := f.view(func(tx *bolt.Tx) error {
-		of, groups := tx.Bucket(bucketGroupOf), tx.Bucket(bucketGroups)
-		if of == nil {
-			return nil
-		}
-		urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(url))
-		c := of.Get(urlKey)
+		urlKey, c := contentKey(tx, url)
 		if c == nil {
 			return nil
 		}
@@ -152,13 +160,62 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		if err := decodeRecord(url, rv, &rec, true); err != nil {
 			return err
 		}
-		v := groups.Get(append(groupKey(rec.Source, string(c)), urlKey...))
-		n, w := binary.Uvarint(v)
-		if w <= 0 {
-			return errCorrupt
-		}
-		content, claim = string(c), int(n)
-		return nil
+		var err error
+		content = string(c)
+		claim, err = claimIn(tx.Bucket(bucketGroups), rec.Source, content, urlKey)
+		return err
 	})
 	return content, claim, err
+}
+
+// contentKey is the content key of url's group in tx, nil when url is in
+// none, and url's hash as the groups' keys hold it.
+func contentKey(tx *bolt.Tx, url string) (urlKey, content []byte) {
+	of := tx.Bucket(bucketGroupOf)
+	if of == nil {
+		return nil, nil
+	}
+	urlKey = binary.BigEndian.AppendUint64(nil, LinkKey(url))
+	return urlKey, of.Get(urlKey)
+}
+
+// claimIn is the claim of the URL whose hash is urlKey in the group
+// (source, content).
+func claimIn(groups *bolt.Bucket, source, content string, urlKey []byte) (int, error) {
+	v := groups.Get(append(groupKey(source, content), urlKey...))
+	n, w := binary.Uvarint(v)
+	if w <= 0 {
+		return 0, errCorrupt
+	}
+	return int(n), nil
+}
+
+// GroupOf is ContentOf and SameContent in one read: see GroupReader. The
+// source given saves reading url's record for it; the group's range of
+// keys holds url's claim.
+func (f *Frontier) GroupOf(source, url string) (content string, claim int, members []Member, err error) {
+	if f.shut.Load() {
+		return "", 0, nil, ErrClosed
+	}
+	err = f.view(func(tx *bolt.Tx) error {
+		urlKey, c := contentKey(tx, url)
+		if c == nil {
+			return nil
+		}
+		content = string(c)
+		var (
+			found bool
+			err   error
+		)
+		if members, claim, found, err = sameContent(tx, source, content, url); err != nil || found {
+			return err
+		}
+		// Past the members read (a group of over maxGroupScan).
+		claim, err = claimIn(tx.Bucket(bucketGroups), source, content, urlKey)
+		return err
+	})
+	if err != nil {
+		return "", 0, nil, err
+	}
+	return content, claim, members, nil
 }

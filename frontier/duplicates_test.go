@@ -163,3 +163,131 @@ func mustGroup(t *testing.T, f *Frontier, source, content string) []Member {
 	}
 	return m
 }
+
+// GroupOf reads for a 304 what ContentOf and then SameContent read, the
+// URL listed as its outcome will leave it (Fetched) even while its record
+// says otherwise.
+func TestGroupOfIsContentOfAndTheGroupWithTheURLItself(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(8, 0)})
+	a, b, c, d := "http://a.test/a", "http://a.test/b", "http://a.test/c", "http://a.test/d"
+	mustAdd(t, f, Item{URL: a, Source: "s"}, Item{URL: b, Source: "s"}, Item{URL: c, Source: "s"}, Item{URL: d, Source: "s"})
+	for range 4 {
+		l := mustLease(t, f)
+		o := Outcome{State: Fetched, Status: 200, Hash: "h", Content: "h"}
+		switch l.Item().URL {
+		case a:
+			o.Claim = 7
+		case d:
+			o.Content = "" // in no group
+		}
+		mustComplete(t, l, o)
+	}
+	// c leaves the crawl without an outcome: SameContent leaves it out.
+	if _, _, err := f.Reapply([]Verdict{{URL: c, Allowed: false, Reason: "excluded"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url, content string
+		claim        int
+		members      []Member
+	}{
+		{a, "h", 7, []Member{{a, 7}, {b, 0}}},
+		{c, "h", 0, []Member{{a, 7}, {b, 0}, {c, 0}}},
+		{d, "", 0, nil},
+	} {
+		content, claim, members, err := f.GroupOf("s", tc.url)
+		if err != nil || content != tc.content || claim != tc.claim || !slices.Equal(members, tc.members) {
+			t.Errorf("GroupOf(%s) = %q %d %v %v, want %q %d %v", tc.url, content, claim, members, err, tc.content, tc.claim, tc.members)
+		}
+		if wc, wclaim, _ := f.ContentOf(tc.url); wc != content || wclaim != claim {
+			t.Errorf("GroupOf(%s) gives %q %d, ContentOf %q %d", tc.url, content, claim, wc, wclaim)
+		}
+	}
+}
+
+// A group larger than what one read lists still gives each URL its own
+// claim, read beside the members for those the list leaves out.
+func TestGroupOfGivesTheClaimOfAURLPastTheMembersRead(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(8, 0)})
+	items := urlsOf("a.test", maxGroupScan+20)
+	mustAdd(t, f, items...)
+	// Grouped in one transaction as completions would group them: a
+	// lease and a commit each would take seconds.
+	claims := map[string]int{}
+	if err := f.db.Update(func(tx *bolt.Tx) error {
+		for i, it := range items {
+			claims[it.URL] = i + 1
+			rec := Record{Item: it}
+			if err := regroup(tx, &rec, &Outcome{State: Fetched, Content: "h", Claim: i + 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The URLs past the members read, and a few among them.
+	listed := mustGroup(t, f, "s", "h")
+	var check []string
+	for _, it := range items {
+		if !slices.ContainsFunc(listed, func(m Member) bool { return m.URL == it.URL }) {
+			check = append(check, it.URL)
+		}
+	}
+	if len(check) != len(items)-maxGroupScan {
+		t.Fatalf("%d URLs past the %d members read, want %d", len(check), len(listed), len(items)-maxGroupScan)
+	}
+	check = append(check, listed[0].URL, listed[maxGroupScan/2].URL, listed[maxGroupScan-1].URL)
+	for _, u := range check {
+		content, claim, members, err := f.GroupOf("s", u)
+		if err != nil || content != "h" || claim != claims[u] || len(members) != maxGroupScan {
+			t.Errorf("GroupOf(%s) = %q %d, %d members, %v; want h %d, %d members", u, content, claim, len(members), err, claims[u], maxGroupScan)
+		}
+	}
+}
+
+// BenchmarkGroupReadOfAnUnchangedPage is what the crawler reads of a 304's
+// group of duplicates in a store of 100,000 pages, each alone in its group:
+// ContentOf before the completion and SameContent after it, or GroupOf.
+func BenchmarkGroupReadOfAnUnchangedPage(b *testing.B) {
+	f := openTest(b, "", Options{Policy: policy(8, 0)})
+	items := urlsOf("a.test", 100_000)
+	for i := 0; i < len(items); i += 10_000 {
+		mustAdd(b, f, items[i:i+10_000]...)
+	}
+	if err := f.db.Update(func(tx *bolt.Tx) error {
+		for _, it := range items {
+			rec := Record{Item: it}
+			if err := regroup(tx, &rec, &Outcome{State: Fetched, Content: it.URL, Claim: 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ContentOf+SameContent", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			u := items[(i*7919)%len(items)].URL
+			i++
+			content, _, err := f.ContentOf(u)
+			if err != nil || content != u {
+				b.Fatal(content, err)
+			}
+			if m, err := f.SameContent("s", content); err != nil || len(m) != 1 {
+				b.Fatal(m, err)
+			}
+		}
+	})
+	b.Run("GroupOf", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			u := items[(i*7919)%len(items)].URL
+			i++
+			if content, _, m, err := f.GroupOf("s", u); err != nil || content != u || len(m) != 1 {
+				b.Fatal(content, m, err)
+			}
+		}
+	})
+}

@@ -168,6 +168,19 @@ type Duplicates interface {
 	ContentOf(url string) (content string, claim int, err error)
 }
 
+// GroupReader is what a store implementing Duplicates may add for the
+// commonest outcome of a re-crawl, an unchanged page (a 304), which stays
+// in its group and settles it once stored: its group read once, before
+// its outcome, instead of once before and once after. The outcome leaves
+// the group as it was, so the group read before is the group after, but
+// for the URL's own record, whose state its outcome sets.
+type GroupReader interface {
+	// GroupOf is ContentOf(url) and SameContent(source, its content) in
+	// one read, url listed whatever its record's state; "" and no members
+	// when url is in no group. source is url's.
+	GroupOf(source, url string) (content string, claim int, members []Member, err error)
+}
+
 // Member is a URL of a group of duplicates with its claim (see Duplicates).
 type Member struct {
 	URL   string
@@ -184,7 +197,8 @@ type Reports interface {
 }
 
 var (
-	_ Store      = (*Frontier)(nil)
-	_ Reports    = (*Frontier)(nil)
-	_ Duplicates = (*Frontier)(nil)
+	_ Store       = (*Frontier)(nil)
+	_ Reports     = (*Frontier)(nil)
+	_ Duplicates  = (*Frontier)(nil)
+	_ GroupReader = (*Frontier)(nil)
 )

@@ -121,10 +121,16 @@ func (j *job) joinGroup(g frontier.Duplicates, doc *docfields.Document, o *front
 // outcome that changed the group is stored.
 func (c *Crawler) settleGroup(g frontier.Duplicates, source, content string) {
 	members, err := g.SameContent(source, content)
-	if err != nil || len(members) == 0 {
-		if err != nil {
-			c.log.Error("cannot read a group of duplicates", "source", source, "content", content, "err", err)
-		}
+	if err != nil {
+		c.log.Error("cannot read a group of duplicates", "source", source, "content", content, "err", err)
+		return
+	}
+	c.settleMembers(source, members)
+}
+
+// settleMembers is settleGroup on the members of the group as read.
+func (c *Crawler) settleMembers(source string, members []frontier.Member) {
+	if len(members) == 0 {
 		return
 	}
 	primary := members[0].URL

@@ -358,16 +358,23 @@ func (j *job) finish(e end) {
 		j.c.log.Debug("unchanged", "url", j.item.URL, "source", j.src.cfg.Name, "status", e.status)
 		o := frontier.Outcome{State: frontier.Fetched, Status: e.status, ETag: j.rec.ETag,
 			LastModified: j.rec.LastModified, Hash: j.rec.Hash}
+		in := &knownGroup{}
 		if g := j.c.groups(j.src); g != nil {
 			// Unchanged, it stays in its group with its claim; settling
 			// the group checks that claim still holds.
 			var err error
-			if o.Content, o.Claim, err = g.ContentOf(j.item.URL); err != nil {
+			if gr, ok := g.(frontier.GroupReader); ok {
+				o.Content, o.Claim, in.members, err = gr.GroupOf(j.item.Source, j.item.URL)
+			} else {
+				o.Content, o.Claim, err = g.ContentOf(j.item.URL)
+			}
+			if err != nil {
 				j.c.complete(j.lease, o, nil)
 				break
 			}
 		}
-		j.c.completeUnchanged(j.lease, o)
+		in.content = o.Content
+		j.c.completeIn(j.lease, o, nil, nil, in)
 	case fetched:
 		j.page(e)
 	case signInFailed:

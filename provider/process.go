@@ -190,11 +190,15 @@ func (c *Crawler) complete(lease frontier.Lease, o frontier.Outcome, w *write) {
 	c.completeThen(lease, o, w, nil)
 }
 
-// completeUnchanged is complete for a 304, whose outcome stays in the group
-// of duplicates the job just read for it (o.Content): one read of the store
-// less for the commonest page of a re-crawl.
-func (c *Crawler) completeUnchanged(lease frontier.Lease, o frontier.Outcome) {
-	c.completeIn(lease, o, nil, nil, &o.Content)
+// knownGroup is the group of duplicates a job read for its URL before
+// completing it: a 304, whose outcome keeps the URL where it was, need
+// not read it again. members is nil unless the store read them at once
+// (frontier.GroupReader): they are the group as the outcome leaves it,
+// since it changes nothing of it but the URL's own state, and any other
+// change is settled by the outcome that made it.
+type knownGroup struct {
+	content string
+	members []frontier.Member
 }
 
 // completeThen is complete calling after once the outcome is stored or
@@ -204,8 +208,8 @@ func (c *Crawler) completeThen(lease frontier.Lease, o frontier.Outcome, w *writ
 }
 
 // completeIn is completeThen with the group the URL was in when the caller
-// knows it (inGroup), else nil.
-func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write, after func(), inGroup *string) {
+// knows it (in), else nil.
+func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write, after func(), in *knownGroup) {
 	if after != nil {
 		defer func() {
 			if after != nil {
@@ -226,8 +230,8 @@ func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write,
 	)
 	if o.State != frontier.Waiting {
 		if groups = c.groups(c.sources[it.Source]); groups != nil {
-			if inGroup != nil {
-				oldGroup = *inGroup
+			if in != nil {
+				oldGroup = in.content
 			} else {
 				oldGroup, _, _ = groups.ContentOf(it.URL)
 			}
@@ -258,7 +262,11 @@ func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write,
 			if oldGroup != "" && oldGroup != o.Content {
 				c.settleGroup(groups, it.Source, oldGroup)
 			}
-			if o.Content != "" {
+			switch {
+			case o.Content == "":
+			case in != nil && in.members != nil && in.content == o.Content:
+				c.settleMembers(it.Source, in.members)
+			default:
 				c.settleGroup(groups, it.Source, o.Content)
 			}
 		}

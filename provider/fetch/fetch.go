@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/netip"
 	"sync"
 
@@ -49,11 +50,17 @@ type Source struct {
 	// Authorization on a redirect to another host.
 	strip map[string]bool
 	// listing fetches sitemaps and feeds, robots robots.txt; pages are
-	// fetched by clones of coll, one per request at a time (pages).
+	// fetched by clones of coll, one per request at a time (pages), but
+	// for conditional GETs colly would send unchanged (recheck).
 	listing *http.Client
 	robots  *http.Client
 	coll    *colly.Collector
 	pages   sync.Pool
+	// recheck makes the conditional GETs colly would send unchanged,
+	// without colly (page.go, recheck): the same transport, timeout,
+	// redirect policy and cookie jar. maxRead is colly's body limit.
+	recheck *http.Client
+	maxRead int64
 	// auth is the source's authentication, nil without an auth block.
 	auth *auth
 	// browser renders the pages the crawl space says to render; sub makes
@@ -117,6 +124,12 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
 	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
 	s.coll = newCollector(cfg, rt)
+	// colly's default jar, made here so that rechecks share it.
+	jar, _ := cookiejar.New(nil)
+	s.coll.SetCookieJar(jar)
+	s.recheck = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	s.maxRead = maxRead(cfg)
 	if opts.Browser != nil {
 		s.browser, s.maxBody = opts.Browser, cfg.Fetch.MaxBodyBytes
 		s.sub = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(),
@@ -132,6 +145,7 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 		s.listing.Jar = s.auth.form.jar
 		s.robots.Jar = s.auth.form.jar
 		s.coll.SetCookieJar(s.auth.form.jar)
+		s.recheck.Jar = s.auth.form.jar
 		if s.sub != nil {
 			s.sub.Jar = s.auth.form.jar
 		}
