@@ -81,6 +81,17 @@ func crawlTrap(t *testing.T, s *esfrontier.Store) {
 	}
 }
 
+// budgetedStores opens the stores of one crawl in prefix under budgets,
+// each named by its node, telling kept what the budgets keep out, with
+// maxParallel requests at a time per host.
+func budgetedStores(t *testing.T, prefix string, budgets map[string]frontier.Budget, kept *notes, maxParallel int) func(node string) *esfrontier.Store {
+	return func(node string) *esfrontier.Store {
+		return openWith(t, estest.URL(t), esfrontier.Options{Prefix: prefix, Node: node, Partitions: 8,
+			LeaseTTL: 6 * time.Second, Budgets: budgets, OnBudget: kept.add,
+			Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: maxParallel} }})
+	}
+}
+
 // storedBySource counts the URL records of source in the state index, and
 // the hosts they are on.
 func storedBySource(t *testing.T, prefix, source string) (urls int, hosts map[string]int) {
@@ -128,11 +139,7 @@ func TestURLBudgetsHoldExactlyWhenTwoProcessesCrawlSpiderTraps(t *testing.T) {
 	budgets := map[string]frontier.Budget{"t1": {URLs: maxURLs}, "t2": {URLsPerHost: maxPerHost, Hosts: maxHosts}}
 	prefix := estest.Index(t)
 	kept := &notes{by: map[[2]string]int{}}
-	openBudgeted := func(node string) *esfrontier.Store {
-		return openWith(t, estest.URL(t), esfrontier.Options{Prefix: prefix, Node: node, Partitions: 8,
-			LeaseTTL: 6 * time.Second, Budgets: budgets, OnBudget: kept.add,
-			Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 2} }})
-	}
+	openBudgeted := budgetedStores(t, prefix, budgets, kept, 2)
 	a, b := openBudgeted("a"), openBudgeted("b")
 	if _, err := a.BeginCycle(); err != nil {
 		t.Fatal(err)

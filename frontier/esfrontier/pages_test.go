@@ -64,13 +64,8 @@ func TestPageBudgetsHoldAcrossTwoProcessesAndTheNextCycleFetchesWhatTheyHeldBack
 	hs := []*pageSite{newPageSite(t, pages), newPageSite(t, pages), newPageSite(t, pages)}
 	ss := newPageSite(t, pages)
 	budgets := map[string]frontier.Budget{"h": {PagesPerHost: perHost}, "s": {Pages: perCycle}}
-	prefix := estest.Index(t)
 	kept := &notes{by: map[[2]string]int{}}
-	open := func(node string) *esfrontier.Store {
-		return openWith(t, estest.URL(t), esfrontier.Options{Prefix: prefix, Node: node, Partitions: 8,
-			LeaseTTL: 6 * time.Second, Budgets: budgets, OnBudget: kept.add,
-			Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
-	}
+	open := budgetedStores(t, estest.Index(t), budgets, kept, 1)
 	a, b := open("a"), open("b")
 	// a begins each cycle and b joins it as a process of a cluster does:
 	// from its next renewal, which reads the cycle (b's BeginCycle would
