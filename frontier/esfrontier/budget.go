@@ -616,23 +616,37 @@ func (b *budgets) loadKept(source string) *budgetDoc {
 	return d
 }
 
-// refusals sums the processes' counts of the URLs source's limits kept
-// out, with the first of them.
-func (s *Store) refusals(ctx context.Context, source string) (budgetDoc, error) {
+// metaOfType reads the meta index's documents of type typ that match the
+// filters too: a few per process or source, never near a search's 10,000.
+func metaOfType[T any](ctx context.Context, s *Store, typ string, filters ...any) ([]T, error) {
 	var ans struct {
 		Hits struct {
 			Hits []struct {
-				Source budgetDoc `json:"_source"`
+				Source T `json:"_source"`
 			} `json:"hits"`
 		} `json:"hits"`
 	}
-	q := map[string]any{"size": 10000, "query": map[string]any{"term": map[string]any{"type": "budget"}}}
+	filters = append(filters, map[string]any{"term": map[string]any{"type": typ}})
+	q := map[string]any{"size": 10000, "query": map[string]any{"bool": map[string]any{"filter": filters}}}
 	if err := s.do(ctx, http.MethodPost, "/"+s.meta+"/_search", q, &ans); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(ans.Hits.Hits))
+	for i, h := range ans.Hits.Hits {
+		out[i] = h.Source
+	}
+	return out, nil
+}
+
+// refusals sums the processes' counts of the URLs source's limits kept
+// out, with the first of them.
+func (s *Store) refusals(ctx context.Context, source string) (budgetDoc, error) {
+	docs, err := metaOfType[budgetDoc](ctx, s, "budget")
+	if err != nil {
 		return budgetDoc{}, err
 	}
 	var out budgetDoc
-	for _, h := range ans.Hits.Hits {
-		d := h.Source
+	for _, d := range docs {
 		if d.Source != source {
 			continue
 		}

@@ -109,6 +109,7 @@ func (s *Store) BeginCycle() (uint64, error) {
 	}
 	s.observeCycle(next.Value)
 	s.forgetSeen()
+	s.dropMarks(next.Value)
 	return next.Value, nil
 }
 

@@ -337,26 +337,53 @@ func escapeID(id string) string {
 
 // readHeld reads the page limits' marks of cycle.
 func (s *Store) readHeld(ctx context.Context, cycle uint64) ([]held, []heldDoc, error) {
-	var ans struct {
-		Hits struct {
-			Hits []struct {
-				Source heldDoc `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	q := map[string]any{"size": 10000, "query": map[string]any{"term": map[string]any{"type": "held"}}}
-	if err := s.do(ctx, http.MethodPost, "/"+s.meta+"/_search", q, &ans); err != nil {
+	// The cycle's only: one mark per host a limit held back, which may be
+	// many, and the marks of cycles before are deleted when one begins.
+	all, err := metaOfType[heldDoc](ctx, s, "held", map[string]any{"term": map[string]any{"cycle": cycle}})
+	if err != nil {
 		return nil, nil, &Error{Op: "read what the page budgets hold back", Err: err}
 	}
 	var out []held
 	var docs []heldDoc
-	for _, h := range ans.Hits.Hits {
-		if d := h.Source; d.Cycle == cycle {
+	for _, d := range all {
+		if d.Cycle == cycle {
 			out = append(out, held{cycle: d.Cycle, source: d.Source, host: d.Host})
 			docs = append(docs, d)
 		}
 	}
 	return out, docs, nil
+}
+
+// dropMarks deletes the page limits' marks of the cycles before cycle,
+// which it began: nothing reads them any more, and a crawl whose limits
+// hold back many hosts every cycle would pile them up. By search and
+// _bulk, since _delete_by_query needs a module a node may lack (the
+// integ-test distribution has none); a failure, or more than a search's
+// 10,000, leaves the rest to the next cycle's beginning.
+func (s *Store) dropMarks(cycle uint64) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.ttl)
+	defer cancel()
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				ID string `json:"_id"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	q := map[string]any{"size": 10000, "_source": false, "query": map[string]any{"bool": map[string]any{
+		"filter":   []any{map[string]any{"term": map[string]any{"type": "held"}}},
+		"must_not": []any{map[string]any{"term": map[string]any{"cycle": cycle}}}}}}
+	err := s.do(ctx, http.MethodPost, "/"+s.meta+"/_search", q, &ans)
+	if err == nil {
+		var b ndjson
+		for _, h := range ans.Hits.Hits {
+			b.line(map[string]any{"delete": map[string]any{"_index": s.meta, "_id": h.ID}})
+		}
+		_, err = s.bulk(ctx, b.Bytes(), "")
+	}
+	if err != nil {
+		s.log.Warn("cannot delete the page budgets' marks of the cycles before", "cycle", cycle, "err", err)
+	}
 }
 
 // requested counts a request of source this store made in cycle and stored.

@@ -1,9 +1,12 @@
 package esfrontier_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +68,8 @@ func TestPageBudgetsHoldAcrossTwoProcessesAndTheNextCycleFetchesWhatTheyHeldBack
 	ss := newPageSite(t, pages)
 	budgets := map[string]frontier.Budget{"h": {PagesPerHost: perHost}, "s": {Pages: perCycle}}
 	kept := &notes{by: map[[2]string]int{}}
-	open := budgetedStores(t, estest.Index(t), budgets, kept, 1)
+	prefix := estest.Index(t)
+	open := budgetedStores(t, prefix, budgets, kept, 1)
 	a, b := open("a"), open("b")
 	// a begins each cycle and b joins it as a process of a cluster does:
 	// from its next renewal, which reads the cycle (b's BeginCycle would
@@ -141,4 +145,38 @@ func TestPageBudgetsHoldAcrossTwoProcessesAndTheNextCycleFetchesWhatTheyHeldBack
 	if n, again := ss.requests(); n != 2*perCycle || again != 0 {
 		t.Errorf("s made %d requests after two cycles (%d paths twice), want %d, each path once", n, again, 2*perCycle)
 	}
+	// The first cycle's marks went when the second began; the second's
+	// are those it made: one per host of h, one for s.
+	if got, want := marksByCycle(t, prefix), map[uint64]int{a.Cycle(): len(hs) + 1}; !maps.Equal(got, want) {
+		t.Errorf("the meta index holds page limit marks by cycle %v, want %v", got, want)
+	}
+}
+
+// marksByCycle counts the page limits' marks in prefix's meta index by
+// their cycle.
+func marksByCycle(t *testing.T, prefix string) map[uint64]int {
+	t.Helper()
+	es := estest.Client(t)
+	es.Indices.Refresh(es.Indices.Refresh.WithIndex(prefix + "-meta"))
+	resp, err := es.Search(es.Search.WithIndex(prefix+"-meta"), es.Search.WithBody(strings.NewReader(
+		`{"size": 1000, "query": {"term": {"type": "held"}}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				Source struct{ Cycle uint64 } `json:"_source"`
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		t.Fatal(err)
+	}
+	by := map[uint64]int{}
+	for _, h := range ans.Hits.Hits {
+		by[h.Source.Cycle]++
+	}
+	return by
 }

@@ -462,7 +462,7 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 		{s.links, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{}}}},
 		{s.groupsIndex(), groupsIndexBody(replicas)},
 		{s.meta, map[string]any{"settings": small, "mappings": map[string]any{"dynamic": false, "properties": map[string]any{
-			"type": kw, "holder": kw, "part": map[string]any{"type": "integer"}, "expires": long, "heartbeat": long,
+			"type": kw, "holder": kw, "part": map[string]any{"type": "integer"}, "expires": long, "heartbeat": long, "cycle": long,
 		}}}},
 	}
 	for _, ix := range indices {
@@ -476,6 +476,10 @@ func (s *Store) ensureIndices(ctx context.Context, shards int, replicas *int) er
 	// a no-op when it is there.
 	if err := s.do(ctx, http.MethodPut, "/"+s.urls+"/_mapping", map[string]any{"properties": map[string]any{"rc": long, "rn": long, "rp": kw}}, nil); err != nil {
 		return &Error{Op: "map the requests' fields of " + s.urls, Err: err}
+	}
+	// And a meta index its marks' cycle (pages.go).
+	if err := s.do(ctx, http.MethodPut, "/"+s.meta+"/_mapping", map[string]any{"properties": map[string]any{"cycle": long}}, nil); err != nil {
+		return &Error{Op: "map the marks' cycle of " + s.meta, Err: err}
 	}
 	return nil
 }
