@@ -1,7 +1,6 @@
 package esfrontier_test
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -96,29 +95,13 @@ func budgetedStores(t *testing.T, prefix string, budgets map[string]frontier.Bud
 // the hosts they are on.
 func storedBySource(t *testing.T, prefix, source string) (urls int, hosts map[string]int) {
 	t.Helper()
-	es := estest.Client(t)
-	es.Indices.Refresh(es.Indices.Refresh.WithIndex(prefix + "-urls"))
-	resp, err := es.Search(es.Search.WithIndex(prefix+"-urls"), es.Search.WithBody(strings.NewReader(
-		`{"size": 10000, "_source": ["host"], "query": {"term": {"source": "`+source+`"}}}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Hits struct {
-			Hits []struct {
-				Source struct{ Host string } `json:"_source"`
-			}
-		}
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		t.Fatal(err)
-	}
+	recs := sourcesOf[struct{ Host string }](t, prefix+"-urls",
+		`{"size": 10000, "_source": ["host"], "query": {"term": {"source": "`+source+`"}}}`)
 	hosts = map[string]int{}
-	for _, h := range ans.Hits.Hits {
-		hosts[h.Source.Host]++
+	for _, r := range recs {
+		hosts[r.Host]++
 	}
-	return len(ans.Hits.Hits), hosts
+	return len(recs), hosts
 }
 
 // Two processes (stores) crawl two spider traps through one shared state:

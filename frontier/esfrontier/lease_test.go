@@ -55,16 +55,13 @@ func untilDeadline(t *testing.T) context.Context {
 	return ctx
 }
 
-// leases reads the lease documents of prefix's crawl: holder and expiry
-// (Unix nanoseconds) by partition.
-func leases(t *testing.T, prefix string) map[int]struct {
-	Holder  string
-	Expires int64
-} {
+// sourcesOf searches index, after a refresh, with query and decodes each
+// hit's _source into a T.
+func sourcesOf[T any](t *testing.T, index, query string) []T {
 	t.Helper()
 	es := estest.Client(t)
-	resp, err := es.Search(es.Search.WithIndex(prefix+"-meta"), es.Search.WithBody(strings.NewReader(
-		`{"size": 100, "query": {"term": {"type": "lease"}}}`)))
+	es.Indices.Refresh(es.Indices.Refresh.WithIndex(index))
+	resp, err := es.Search(es.Search.WithIndex(index), es.Search.WithBody(strings.NewReader(query)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,26 +69,42 @@ func leases(t *testing.T, prefix string) map[int]struct {
 	var ans struct {
 		Hits struct {
 			Hits []struct {
-				Source struct {
-					Part    int
-					Holder  string
-					Expires int64
-				} `json:"_source"`
+				Source T `json:"_source"`
 			}
 		}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
 		t.Fatal(err)
 	}
+	out := make([]T, len(ans.Hits.Hits))
+	for i, h := range ans.Hits.Hits {
+		out[i] = h.Source
+	}
+	return out
+}
+
+// leases reads the lease documents of prefix's crawl: holder and expiry
+// (Unix nanoseconds) by partition.
+func leases(t *testing.T, prefix string) map[int]struct {
+	Holder  string
+	Expires int64
+} {
+	t.Helper()
+	type lease struct {
+		Part    int
+		Holder  string
+		Expires int64
+	}
+	hits := sourcesOf[lease](t, prefix+"-meta", `{"size": 100, "query": {"term": {"type": "lease"}}}`)
 	out := map[int]struct {
 		Holder  string
 		Expires int64
 	}{}
-	for _, h := range ans.Hits.Hits {
-		out[h.Source.Part] = struct {
+	for _, l := range hits {
+		out[l.Part] = struct {
 			Holder  string
 			Expires int64
-		}{h.Source.Holder, h.Source.Expires}
+		}{l.Holder, l.Expires}
 	}
 	return out
 }

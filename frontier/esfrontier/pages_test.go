@@ -1,12 +1,10 @@
 package esfrontier_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,27 +154,9 @@ func TestPageBudgetsHoldAcrossTwoProcessesAndTheNextCycleFetchesWhatTheyHeldBack
 // their cycle.
 func marksByCycle(t *testing.T, prefix string) map[uint64]int {
 	t.Helper()
-	es := estest.Client(t)
-	es.Indices.Refresh(es.Indices.Refresh.WithIndex(prefix + "-meta"))
-	resp, err := es.Search(es.Search.WithIndex(prefix+"-meta"), es.Search.WithBody(strings.NewReader(
-		`{"size": 1000, "query": {"term": {"type": "held"}}}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Hits struct {
-			Hits []struct {
-				Source struct{ Cycle uint64 } `json:"_source"`
-			}
-		}
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		t.Fatal(err)
-	}
 	by := map[uint64]int{}
-	for _, h := range ans.Hits.Hits {
-		by[h.Source.Cycle]++
+	for _, m := range sourcesOf[struct{ Cycle uint64 }](t, prefix+"-meta", `{"size": 1000, "query": {"term": {"type": "held"}}}`) {
+		by[m.Cycle]++
 	}
 	return by
 }
