@@ -65,8 +65,8 @@ func (l Limit) String() string {
 	return fmt.Sprintf("limit(%d)", uint8(l))
 }
 
-// of is the limit's value in b.
-func (l Limit) of(b Budget) int64 {
+// Of is the limit's value in b.
+func (l Limit) Of(b Budget) int64 {
 	switch l {
 	case LimitURLs:
 		return b.URLs
@@ -405,7 +405,7 @@ func (w *wtx) refuse(s *srcTally, h *hostTally, l Limit, url string) {
 	if l == LimitURLsPerHost {
 		host = h.u.Host
 	}
-	w.t.notes = noteOver(w.t.notes, OverBudget{Source: s.name, Limit: l, Max: l.of(s.b), Host: host, URLs: 1, Example: url})
+	w.t.notes = noteOver(w.t.notes, OverBudget{Source: s.name, Limit: l, Max: l.Of(s.b), Host: host, URLs: 1, Example: url})
 }
 
 // noteOver adds n to the note of the same source, limit and host, or
@@ -637,7 +637,7 @@ func (l *lease) unreserve(counted bool) {
 // noteHeldBack records a queued URL a page limit leaves for the next
 // cycle, for OnBudget. f.mu is held.
 func (f *Frontier) noteHeldBack(l Limit, source, host, url string) {
-	n := OverBudget{Source: source, Limit: l, Max: l.of(f.budgets[source]), URLs: 1}
+	n := OverBudget{Source: source, Limit: l, Max: l.Of(f.budgets[source]), URLs: 1}
 	if l == LimitPagesPerHost {
 		n.Host = host
 	}

@@ -176,6 +176,30 @@ var queuedFilter = map[string]any{"bool": map[string]any{"must_not": []any{map[s
 	map[string]any{"term": map[string]any{"state": int(frontier.Excluded)}},
 	map[string]any{"term": map[string]any{"checked_at": 0}}}}}}}}
 
+// sourceCountAggs are the aggregations of a source's counts besides its
+// URLs: the hosts it queued URLs on and its requests in cycle, but for
+// those the store notBy made ("" for none).
+func sourceCountAggs(cycle uint64, notBy string) map[string]any {
+	requests := map[string]any{"filter": []any{map[string]any{"term": map[string]any{"rc": cycle}}}}
+	if notBy != "" {
+		requests["must_not"] = []any{map[string]any{"term": map[string]any{"rp": notBy}}}
+	}
+	return map[string]any{"q": map[string]any{"filter": queuedFilter,
+		// Exact below 40,000 hosts, within a few percent above.
+		"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}},
+		"p": map[string]any{"filter": map[string]any{"bool": requests}, "aggs": map[string]any{"n": map[string]any{"sum": map[string]any{"field": "rn"}}}}}
+}
+
+// sourceCounts are the answers of sourceCountAggs.
+type sourceCounts struct {
+	Q struct {
+		Hosts struct{ Value int64 } `json:"hosts"`
+	} `json:"q"`
+	P struct {
+		N struct{ Value float64 } `json:"n"`
+	} `json:"p"`
+}
+
 // readSources reads the counts of every source with a budget; at is when
 // the read (or the refresh before it, exact) began.
 func (b *budgets) readSources(ctx context.Context, at time.Time, exact bool) error {
@@ -186,27 +210,15 @@ func (b *budgets) readSources(ctx context.Context, at time.Time, exact bool) err
 	cycle := b.s.cycle.Load()
 	body := map[string]any{"size": 0, "query": map[string]any{"terms": map[string]any{"source": names}},
 		"aggs": map[string]any{"s": map[string]any{"terms": map[string]any{"field": "source", "size": len(names)},
-			"aggs": map[string]any{"q": map[string]any{"filter": queuedFilter,
-				// Exact below 40,000 hosts, within a few percent above.
-				"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}},
-				// The others' requests of the cycle, for the page limits:
-				// this store counts its own (pages.go).
-				"p": map[string]any{"filter": map[string]any{"bool": map[string]any{
-					"filter":   []any{map[string]any{"term": map[string]any{"rc": cycle}}},
-					"must_not": []any{map[string]any{"term": map[string]any{"rp": b.s.inst}}}}},
-					"aggs": map[string]any{"n": map[string]any{"sum": map[string]any{"field": "rn"}}}}}}}}
+			// The others' requests: this store counts its own (pages.go).
+			"aggs": sourceCountAggs(cycle, b.s.inst)}}}
 	var ans struct {
 		Aggregations struct {
 			S struct {
 				Buckets []struct {
 					Key      string `json:"key"`
 					DocCount int64  `json:"doc_count"`
-					Q        struct {
-						Hosts struct{ Value int64 } `json:"hosts"`
-					} `json:"q"`
-					P struct {
-						N struct{ Value float64 } `json:"n"`
-					} `json:"p"`
+					sourceCounts
 				} `json:"buckets"`
 			} `json:"s"`
 		} `json:"aggregations"`
@@ -495,7 +507,7 @@ func (b *budgets) refused(out []overItem) {
 		}
 		n := notes[k]
 		if n == nil {
-			n = &frontier.OverBudget{Source: k.source, Limit: k.limit, Max: limitOf(b.limits[k.source], k.limit), Host: k.host, Example: o.item.URL}
+			n = &frontier.OverBudget{Source: k.source, Limit: k.limit, Max: k.limit.Of(b.limits[k.source]), Host: k.host, Example: o.item.URL}
 			notes[k] = n
 			order = append(order, k)
 		}
@@ -542,22 +554,6 @@ type overItem struct {
 	item  frontier.Item
 	limit frontier.Limit
 	exact bool // judged on counts read after a refresh
-}
-
-func limitOf(b frontier.Budget, l frontier.Limit) int64 {
-	switch l {
-	case frontier.LimitURLs:
-		return b.URLs
-	case frontier.LimitURLsPerHost:
-		return b.URLsPerHost
-	case frontier.LimitHosts:
-		return b.Hosts
-	case frontier.LimitPages:
-		return b.Pages
-	case frontier.LimitPagesPerHost:
-		return b.PagesPerHost
-	}
-	return 0
 }
 
 // newOnes returns those of over the index does not hold: a known URL is no

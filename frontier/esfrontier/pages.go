@@ -148,13 +148,6 @@ func (q *scheduler) holdBackLocked(h *host, rec *frontier.Record, limit frontier
 	p := q.pagesLocked()
 	k := srcHost{rec.Source, h.key}
 	mark := held{cycle: p.cycle, source: rec.Source, limit: limit, example: rec.URL, leased: []string{}}
-	// The URLs leased meanwhile are stored Waiting until their outcome,
-	// which they will have in this cycle: they are not held back.
-	for u, l := range q.leases {
-		if l.rec.Source == rec.Source && (limit == frontier.LimitPages || l.h == h) {
-			mark.leased = append(mark.leased, u)
-		}
-	}
 	// A read begun before the mark may bring them back: they are dropped
 	// again, and marked once.
 	switch limit {
@@ -173,6 +166,13 @@ func (q *scheduler) holdBackLocked(h *host, rec *frontier.Record, limit frontier
 		}
 		p.heldHost[k] = true
 		mark.host = h.key
+	}
+	// The URLs leased meanwhile are stored Waiting until their outcome,
+	// which they will have in this cycle: they are not held back.
+	for u, l := range q.leases {
+		if l.rec.Source == rec.Source && (limit == frontier.LimitPages || l.h == h) {
+			mark.leased = append(mark.leased, u)
+		}
 	}
 	q.changes.Add(1)
 	q.s.wg.Add(1)
@@ -326,7 +326,7 @@ func (b *budgets) markHeld(m held) {
 	if m.limit == frontier.LimitPagesPerHost {
 		host = m.host
 	}
-	b.on(frontier.OverBudget{Source: m.source, Limit: m.limit, Max: limitOf(b.limits[m.source], m.limit), Host: host,
+	b.on(frontier.OverBudget{Source: m.source, Limit: m.limit, Max: m.limit.Of(b.limits[m.source]), Host: host,
 		URLs: int(ans.Count), Example: m.example})
 }
 
@@ -336,22 +336,18 @@ func escapeID(id string) string {
 }
 
 // readHeld reads the page limits' marks of cycle.
-func (s *Store) readHeld(ctx context.Context, cycle uint64) ([]held, []heldDoc, error) {
+func (s *Store) readHeld(ctx context.Context, cycle uint64) ([]held, error) {
 	// The cycle's only: one mark per host a limit held back, which may be
 	// many, and the marks of cycles before are deleted when one begins.
-	all, err := metaOfType[heldDoc](ctx, s, "held", map[string]any{"term": map[string]any{"cycle": cycle}})
+	docs, err := metaOfType[heldDoc](ctx, s, "held", map[string]any{"term": map[string]any{"cycle": cycle}})
 	if err != nil {
-		return nil, nil, &Error{Op: "read what the page budgets hold back", Err: err}
+		return nil, &Error{Op: "read what the page budgets hold back", Err: err}
 	}
-	var out []held
-	var docs []heldDoc
-	for _, d := range all {
-		if d.Cycle == cycle {
-			out = append(out, held{cycle: d.Cycle, source: d.Source, host: d.Host})
-			docs = append(docs, d)
-		}
+	out := make([]held, len(docs))
+	for i, d := range docs {
+		out[i] = held{cycle: d.Cycle, source: d.Source, host: d.Host}
 	}
-	return out, docs, nil
+	return out, nil
 }
 
 // dropMarks deletes the page limits' marks of the cycles before cycle,

@@ -77,22 +77,12 @@ func (s *Store) Usage(source string) (frontier.Usage, error) {
 	cycle := s.cycle.Load()
 	body := map[string]any{"size": 0, "track_total_hits": true,
 		"query": map[string]any{"term": map[string]any{"source": source}},
-		"aggs": map[string]any{"q": map[string]any{"filter": queuedFilter,
-			"aggs": map[string]any{"hosts": map[string]any{"cardinality": map[string]any{"field": "host", "precision_threshold": 40000}}}},
-			"p": map[string]any{"filter": map[string]any{"term": map[string]any{"rc": cycle}},
-				"aggs": map[string]any{"n": map[string]any{"sum": map[string]any{"field": "rn"}}}}}}
+		"aggs":  sourceCountAggs(cycle, "")}
 	var ans struct {
 		Hits struct {
 			Total struct{ Value int64 } `json:"total"`
 		} `json:"hits"`
-		Aggregations struct {
-			Q struct {
-				Hosts struct{ Value int64 } `json:"hosts"`
-			} `json:"q"`
-			P struct {
-				N struct{ Value float64 } `json:"n"`
-			} `json:"p"`
-		} `json:"aggregations"`
+		Aggregations sourceCounts `json:"aggregations"`
 	}
 	ctx := context.Background()
 	if err := s.do(ctx, http.MethodPost, "/"+s.urls+"/_search", body, &ans); err != nil {

@@ -376,7 +376,7 @@ func (q *scheduler) clusterIdle(ctx context.Context) (done, fresh bool, _ error)
 	var marks []held
 	if s.bud.pageLimits() {
 		var err error
-		if marks, _, err = s.readHeld(ctx, s.cycle.Load()); err != nil {
+		if marks, err = s.readHeld(ctx, s.cycle.Load()); err != nil {
 			return false, false, err
 		}
 	}
