@@ -230,7 +230,7 @@ func TestUnchangedOutcomesWaitForTheDiskInGreaterNumbersThanReadPages(t *testing
 	calls.Wait()
 
 	// A read page, with its links or its document on the way, counts
-	// heavyUnits: 64 of them fill what 256 unchanged pages do.
+	// heavyUnits: 128 of them fill what 1,024 unchanged pages do.
 	inDone, release = make(chan struct{}), make(chan struct{})
 	read := Outcome{State: Fetched, Status: 200, Pending: PendingIndex, DocID: "d"}
 	complete(read, true)
