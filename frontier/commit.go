@@ -186,9 +186,9 @@ func (f *Frontier) committer() {
 }
 
 // A batch of asynchronous changes alone waits up to lingerFor for
-// lingerUnits: 96 read pages, or 768 unchanged ones. Measured on the
-// unchanged re-crawl of 100,000 pages (docs/frontier.md, "The re-crawl's
-// cost"), 5 ms let a commit carry about twice the changes of 2 ms.
+// lingerUnits: 96 read pages, or 768 unchanged ones. In trials on the
+// unchanged re-crawl of 100,000 pages (the same store re-crawled by each
+// build in turn), 5 ms took 87-93 µs of CPU a page and 2 ms 93-95.
 const (
 	lingerFor   = 5 * time.Millisecond
 	lingerUnits = asyncUnits * 3 / 4
