@@ -111,6 +111,10 @@ func (d *Document) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// Size is about the bytes the document holds, and its JSON's length: what
+// a document waiting for the sink costs in memory.
+func (d *Document) Size() int { return d.jsonSizeHint() }
+
 func (d *Document) jsonSizeHint() int {
 	n := 320 + len(d.URL) + len(d.Host) + len(d.Path) + len(d.Title) + len(d.Description) +
 		len(d.Body) + len(d.Language) + len(d.ContentType) + len(d.ContentHash) + len(d.Source)

@@ -249,3 +249,56 @@ func TestUnchangedOutcomesWaitForTheDiskInGreaterNumbersThanReadPages(t *testing
 	close(release)
 	calls.Wait()
 }
+
+func TestAnOutcomeCountsAgainstTheDiskByWhatItHolds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    Outcome
+		want int
+	}{
+		{"unchanged page", Outcome{State: Fetched, Status: 304}, 1},
+		{"error", Outcome{State: Error, Reason: "http_404"}, 1},
+		{"read page, links only", Outcome{State: Fetched, Found: &Found{}}, heavyUnits},
+		{"read page, small document", Outcome{State: Fetched, Pending: PendingIndex, Holds: 30 << 10}, heavyUnits},
+		{"read page, 100 KiB document", Outcome{State: Fetched, Pending: PendingIndex, Holds: 100 << 10}, 13},
+		{"read page, 1 MiB document", Outcome{State: Fetched, Pending: PendingIndex, Holds: 1 << 20}, 128},
+		{"read page, 100 MiB document", Outcome{State: Fetched, Pending: PendingIndex, Holds: 100 << 20}, asyncUnits},
+	} {
+		if got := unitsOf(&c.o); got != c.want {
+			t.Errorf("%s: %d units, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLargeDocumentsWaitForTheDiskFewerAtATime(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(64, 0)})
+	mustAdd(t, f, urlsOf("a.example", 16)...)
+	inDone, release := make(chan struct{}), make(chan struct{})
+	var calls sync.WaitGroup
+	read := Outcome{State: Fetched, Status: 200, Pending: PendingIndex, DocID: "d", Holds: 1 << 20}
+	for i := range asyncUnits / 128 {
+		calls.Add(1)
+		err := mustLease(t, f).CompleteAsync(read, func(err error) {
+			defer calls.Done()
+			if err != nil {
+				t.Errorf("done: %v", err)
+			}
+			if i == 0 {
+				close(inDone)
+				<-release
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			<-inDone // the finisher is held: no outcome gives its units back
+		}
+	}
+	// Eight pages of 1 MiB documents hold every unit: a ninth would wait.
+	if n := len(f.asyncSlots); n != asyncUnits {
+		t.Errorf("%d pages with 1 MiB documents hold %d units, want all %d", asyncUnits/128, n, asyncUnits)
+	}
+	close(release)
+	calls.Wait()
+}

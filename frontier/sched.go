@@ -593,6 +593,11 @@ type Outcome struct {
 	// document DocID, so that a write sent after the outcome is stored
 	// survives a crash until its acknowledgement (Writes.Acknowledge).
 	Pending, DocID string
+	// Holds is about the bytes the caller keeps until CompleteAsync's done
+	// is called (the document of a Pending write, on its way to the sink):
+	// past heavyBytes, they count against what may wait for the disk, so
+	// that large documents wait fewer at a time.
+	Holds int
 	// Content and Claim regroup the URL among its duplicates (see
 	// Duplicates): Content is the content key of the group a Fetched page
 	// joins, "" for none; Claim the claim it makes there.
@@ -665,10 +670,7 @@ func (l *lease) CompleteAsync(o Outcome, done func(error)) error {
 	l.freeSlotLocked(&o, c)
 	f.mu.Unlock()
 	l.done = true
-	units := 1
-	if o.Found != nil || o.Pending != "" {
-		units = heavyUnits
-	}
+	units := unitsOf(&o)
 	err = f.submit(c.fn, func(err error) {
 		if err == nil {
 			c.q.remember()

@@ -52,6 +52,10 @@ func (w *write) pend(o *frontier.Outcome) {
 	if w.del {
 		o.Pending = pendingDelete
 	}
+	if w.doc != nil {
+		// The document waits in memory for the outcome's commit.
+		o.Holds = w.doc.Size()
+	}
 	o.History = append(o.History, frontier.Event{Kind: frontier.EventWriteSent, Reason: o.Pending})
 }
 
