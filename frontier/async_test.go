@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -301,4 +302,53 @@ func TestLargeDocumentsWaitForTheDiskFewerAtATime(t *testing.T) {
 	}
 	close(release)
 	calls.Wait()
+}
+
+// A temporary failure queues its URL again in the commit that stores it,
+// but the URL stays leased until its callback has run. A pop in between
+// met the new queue entry of a leased URL, passed over it and moved the
+// queue's position beyond it, so the retry was never leased and the cycle
+// ended with the URL still waiting (TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory
+// in provider, now and then).
+func TestARetryQueuedBeforeItsCallbackRanIsLeasedAfterIt(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(3, 0)})
+	mustAdd(t, f, urlsOf("a.example", 3)...)
+	first, retried, slow := mustLease(t, f), mustLease(t, f), mustLease(t, f)
+	// slow stays in flight throughout, as a page that drips its body
+	// does: its host keeps its place and its queues' positions.
+	defer slow.Release()
+	inDone, release := make(chan struct{}), make(chan struct{})
+	var calls sync.WaitGroup
+	calls.Add(2)
+	// The first outcome's callback holds the finisher, so the retry's
+	// commit is stored while its callback waits.
+	if err := first.CompleteAsync(Outcome{State: Fetched, Status: 200}, func(err error) {
+		defer calls.Done()
+		close(inDone)
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-inDone
+	u := retried.Item().URL
+	if err := retried.CompleteAsync(Outcome{State: Waiting, Reason: "connection_reset"}, func(err error) {
+		defer calls.Done()
+		if err != nil {
+			t.Errorf("done: %v", err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for mustGet(t, f, u).TempErrCount != 1 {
+		runtime.Gosched()
+	}
+	if l, _, err := f.TryNext(); l != nil || err != nil {
+		t.Fatalf("TryNext while both are leased = %v, %v; want nothing yet", l, err)
+	}
+	close(release)
+	calls.Wait()
+	l, _, err := f.TryNext()
+	if err != nil || l == nil || l.Item().URL != u {
+		t.Fatalf("TryNext once the callbacks ran = %v, %v; want the retry of %s", l, err, u)
+	}
 }

@@ -492,6 +492,17 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 	held := 0
 	for h.mask != 0 {
 		s := h.pick()
+		// again is the first entry of a URL still leased that its lease
+		// did not come from: queued again by an outcome stored but not yet
+		// called back (a temporary failure). The queue's position must not
+		// pass it, or it is never leased: the callback finds the queue
+		// active and leaves the position alone.
+		var again uint64
+		keep := func() {
+			if again != 0 && s.last >= again {
+				s.last = again - 1
+			}
+		}
 		k, v := c.Seek(putQKey(seek[:0], h.id, s.level, s.last+1))
 		for ; k != nil; k, v = c.Next() {
 			if len(k) != qkeyLen {
@@ -502,7 +513,10 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 				break
 			}
 			s.last = seq
-			if f.leases[string(v)] != nil {
+			if ll := f.leases[string(v)]; ll != nil {
+				if ll.seq != seq && again == 0 {
+					again = seq
+				}
 				continue
 			}
 			rv := u.Get(v)
@@ -529,14 +543,17 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 				h.heldBack, f.heldBack = true, true
 				f.noteHeldBack(over, rec.Source, h.key, rec.URL)
 				if held++; held == heldBackChunk {
+					keep()
 					return nil, true, nil
 				}
 				continue
 			}
 			h.vtime = s.pass
 			s.pass += levelStride(s.level)
+			keep()
 			return l, false, nil
 		}
+		keep()
 		f.deactivate(h, s.level)
 	}
 	return nil, false, nil
