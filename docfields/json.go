@@ -22,7 +22,7 @@ import (
 
 // MarshalJSON encodes the document as its Elasticsearch _source.
 func (d Document) MarshalJSON() ([]byte, error) {
-	return d.AppendJSON(make([]byte, 0, d.jsonSizeHint())), nil
+	return d.AppendJSON(make([]byte, 0, d.Size())), nil
 }
 
 // AppendJSON appends the document's _source to b, for a bulk body built in
@@ -113,9 +113,7 @@ func (d *Document) AppendJSON(b []byte) []byte {
 
 // Size is about the bytes the document holds, and its JSON's length: what
 // a document waiting for the sink costs in memory.
-func (d *Document) Size() int { return d.jsonSizeHint() }
-
-func (d *Document) jsonSizeHint() int {
+func (d *Document) Size() int {
 	n := 320 + len(d.URL) + len(d.Host) + len(d.Path) + len(d.Title) + len(d.Description) +
 		len(d.Body) + len(d.Language) + len(d.ContentType) + len(d.ContentHash) + len(d.Source)
 	for _, ss := range [][]string{d.Keywords, d.Author, d.Headings, d.Duplicates} {

@@ -50,15 +50,12 @@ const (
 )
 
 // unitBytes is what a unit stands for in an outcome's Holds: a read page
-// counts heavyUnits up to heavyBytes held, and a unit more for each
-// unitBytes past them, so the documents waiting for the disk hold about
+// counts heavyUnits up to 64 KiB held, and a unit more for each unitBytes
+// past them, so the documents waiting for the disk hold about
 // 8 MiB at most (128 of 64 KiB, or 8 of 1 MiB, doc_body's default cap),
 // not 128 times the largest document. An outcome holding more than every
 // unit's worth takes them all: it waits alone.
-const (
-	unitBytes  = 8 << 10
-	heavyBytes = heavyUnits * unitBytes
-)
+const unitBytes = 8 << 10
 
 // unitsOf is what o counts against asyncUnits.
 func unitsOf(o *Outcome) int {

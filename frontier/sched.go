@@ -612,7 +612,7 @@ type Outcome struct {
 	Pending, DocID string
 	// Holds is about the bytes the caller keeps until CompleteAsync's done
 	// is called (the document of a Pending write, on its way to the sink):
-	// past heavyBytes, they count against what may wait for the disk, so
+	// past 64 KiB (heavyUnits of unitBytes), they count against what may wait for the disk, so
 	// that large documents wait fewer at a time.
 	Holds int
 	// Content and Claim regroup the URL among its duplicates (see

@@ -66,7 +66,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	s := &sim{db: db, found: *layout == "found", n: *n, rng: rand.New(rand.NewPCG(1, 2))}
+	s := &sim{db: db, found: *layout == "found", rng: rand.New(rand.NewPCG(1, 2))}
 	// The URLs' order is unrelated to the order they are found in.
 	s.urlOf = s.rng.Perm(*n)
 	if err := db.Update(func(tx *bolt.Tx) error {
@@ -139,7 +139,6 @@ func main() {
 type sim struct {
 	db      *bolt.DB
 	found   bool
-	n       int
 	rng     *rand.Rand
 	urlOf   []int // page (in the order found) → its URL's number
 	created int
