@@ -498,14 +498,14 @@ func (f *Frontier) notify(notes []OverBudget) {
 func countRecords(tx *bolt.Tx) error {
 	srcs := map[string]*Usage{}
 	hosts := map[[2]string]*HostUsage{}
-	c := tx.Bucket(bucketURLs).Cursor()
+	c := tx.Bucket(bucketRecords).Cursor()
 	var r Record
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if isHistoryKey(k) {
 			continue
 		}
-		if err := decodeRecord(string(k), v, &r, true); err != nil {
-			return fmt.Errorf("%w: %s", err, k)
+		if err := decodeRecord(v, &r, true); err != nil {
+			return fmt.Errorf("%w: record %x", err, k)
 		}
 		s := srcs[r.Source]
 		if s == nil {

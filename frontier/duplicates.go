@@ -100,7 +100,7 @@ func (f *Frontier) SameContent(source, content string) ([]Member, error) {
 // record's state; claim is self's, found whether self was among the
 // members read.
 func sameContent(tx *bolt.Tx, source, content, self string) (out []Member, claim int, found bool, err error) {
-	groups, urls := tx.Bucket(bucketGroups), tx.Bucket(bucketURLs)
+	groups := tx.Bucket(bucketGroups)
 	if groups == nil {
 		return nil, 0, false, nil
 	}
@@ -117,12 +117,12 @@ func sameContent(tx *bolt.Tx, source, content, self string) (out []Member, claim
 		if url == self {
 			claim, found = int(m), true
 		} else {
-			rv := urls.Get(v[w:])
+			rv := getRecord(tx, url)
 			if rv == nil {
 				continue
 			}
 			var rec Record
-			if err := decodeRecord(url, rv, &rec, false); err != nil {
+			if err := decodeRecord(rv, &rec, false); err != nil {
 				return nil, 0, false, err
 			}
 			if rec.State == Error || rec.State == Excluded {
@@ -152,12 +152,12 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		if c == nil {
 			return nil
 		}
-		rv := tx.Bucket(bucketURLs).Get([]byte(url))
+		rv := getRecord(tx, url)
 		if rv == nil {
 			return nil
 		}
 		var rec Record
-		if err := decodeRecord(url, rv, &rec, true); err != nil {
+		if err := decodeRecord(rv, &rec, true); err != nil {
 			return err
 		}
 		var err error

@@ -67,8 +67,8 @@ func (f *Frontier) Log(url string, ev Event) error {
 	}
 	return f.write(func(tx *bolt.Tx) error {
 		w := newWtx(tx)
-		key := w.bytes(url)
-		if w.u.Get(key) == nil {
+		key, v := w.lookup(url)
+		if v == nil {
 			return nil
 		}
 		e := ev
@@ -87,7 +87,7 @@ func (f *Frontier) UpdateLog(url string, ev Event, fn func(*Record) error) error
 
 // dropHistory deletes every event of the URL key.
 func dropHistory(tx *bolt.Tx, key []byte) error {
-	b := tx.Bucket(bucketURLs)
+	b := tx.Bucket(bucketRecords)
 	prefix := append(append(make([]byte, 0, len(key)+1), key...), 0)
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+4; k, _ = c.Seek(prefix) {
@@ -149,14 +149,13 @@ func (f *Frontier) Delete(url string) error {
 	err := f.write(func(tx *bolt.Tx) error {
 		res = nil
 		w := newWtx(tx)
-		key := w.bytes(url)
-		v := w.u.Get(key)
+		key, v := w.lookup(url)
 		if v == nil {
 			res = ErrNotFound
 			return nil
 		}
 		var old Record
-		if err := decodeRecord(url, v, &old, true); err != nil {
+		if err := decodeRecord(v, &old, true); err != nil {
 			return err
 		}
 		if old.State == Waiting {
@@ -181,6 +180,9 @@ func (f *Frontier) Delete(url string) error {
 			return err
 		}
 		if err := w.flush(); err != nil {
+			return err
+		}
+		if err := w.x.Delete([]byte(url)); err != nil {
 			return err
 		}
 		return w.u.Delete(key)

@@ -45,10 +45,9 @@ var (
 )
 
 var (
-	bucketURLs    = []byte("u") // URL → record
-	bucketQueue   = []byte("q") // host id | level | seq → URL
+	bucketQueue   = []byte("q") // host id | level | seq → record key
 	bucketHosts   = []byte("h") // host key → host id
-	bucketPending = []byte("p") // URL → nothing, for records with Pending set
+	bucketPending = []byte("p") // record key → nothing, for records with Pending set
 	bucketMeta    = []byte("m") // internal counters
 	bucketKV      = []byte("kv")
 
@@ -56,10 +55,12 @@ var (
 	keyFormat = []byte("format")
 )
 
-// formatVersion is the store's layout: 2 keeps each URL's history beside
-// its record (see history.go); a store of format 1 is moved to it on its
-// first Open for writing, after which older binaries refuse it.
-const formatVersion = 2
+// formatVersion is the store's layout: 3 keys records by the order found
+// (keys.go), 2 keyed them by URL with each URL's history beside its record
+// (history.go), 1 kept the history apart. An older store is moved to 3 on
+// its first Open for writing (migrate.go), after which older binaries
+// refuse it.
+const formatVersion = 3
 
 // HostPolicy is the politeness applied to one host.
 type HostPolicy struct {
@@ -225,11 +226,6 @@ func (f *Frontier) init() error {
 				return err
 			}
 		}
-		if tx.Bucket(bucketBudget) == nil {
-			if err := countRecords(tx); err != nil {
-				return err
-			}
-		}
 		m := tx.Bucket(bucketMeta)
 		if v := m.Get(keyFormat); v == nil {
 			if err := m.Put(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion)); err != nil {
@@ -238,8 +234,8 @@ func (f *Frontier) init() error {
 		} else if err := checkFormat(v); err != nil {
 			return err
 		} else if binary.BigEndian.Uint64(v) < formatVersion {
-			// Before any event moves: an older binary would take the
-			// events beside the records for damaged records.
+			// Before anything moves: an older binary would take a
+			// half-moved store for a damaged one.
 			if err := m.Put(keyFormat, binary.BigEndian.AppendUint64(nil, formatVersion)); err != nil {
 				return err
 			}
@@ -255,16 +251,26 @@ func (f *Frontier) init() error {
 		}
 		return err
 	}
-	if err := f.migrateHistory(); err != nil {
+	if err := f.migrate(); err != nil {
+		return err
+	}
+	// Counted once the records are where this version reads them.
+	err = f.check(f.writeTx(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketBudget) == nil {
+			return countRecords(tx)
+		}
+		return nil
+	}))
+	if err != nil {
 		if _, ok := err.(*StoreError); !ok {
-			err = fmt.Errorf("state store %s: moving the history beside the records: %w", f.dir, err)
+			err = fmt.Errorf("state store %s: counting the records: %w", f.dir, err)
 		}
 		return err
 	}
 	return f.rebuild()
 }
 
-var allBuckets = [][]byte{bucketURLs, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketHistory, bucketLinks}
+var allBuckets = [][]byte{bucketRecords, bucketIndex, bucketQueue, bucketHosts, bucketPending, bucketMeta, bucketKV, bucketLinks}
 
 func checkFormat(v []byte) error {
 	if len(v) != 8 || binary.BigEndian.Uint64(v) == 0 || binary.BigEndian.Uint64(v) > formatVersion {
@@ -277,14 +283,19 @@ func checkFormat(v []byte) error {
 // without every bucket was never opened for writing by this version.
 func (f *Frontier) checkFormat() error {
 	err := f.view(func(tx *bolt.Tx) error {
+		if m := tx.Bucket(bucketMeta); m != nil {
+			v := m.Get(keyFormat)
+			if err := checkFormat(v); err != nil {
+				return err
+			}
+			if binary.BigEndian.Uint64(v) < formatVersion || tx.Bucket(bucketURLsV2) != nil {
+				return fmt.Errorf("store format %d is moved to format %d by the first command that writes (crawl, clear-errors): run one once", binary.BigEndian.Uint64(v), formatVersion)
+			}
+		}
 		for _, name := range allBuckets {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("bucket %q is missing: open it once with any command that writes (crawl, clear-errors)", name)
 			}
-		}
-		m := tx.Bucket(bucketMeta)
-		if err := checkFormat(m.Get(keyFormat)); err != nil {
-			return err
 		}
 		f.cycle.Store(readCycle(tx))
 		return nil
@@ -305,14 +316,27 @@ func (f *Frontier) rebuild() error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		defer f.signal()
+		// The queue names hosts by id: their keys are read once.
+		names := make(map[uint32]string)
+		if err := tx.Bucket(bucketHosts).ForEach(func(k, v []byte) error {
+			if len(v) == 4 {
+				names[binary.BigEndian.Uint32(v)] = string(k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 		c := tx.Bucket(bucketQueue).Cursor()
 		var seek [qkeyLen]byte
-		for k, v := c.First(); k != nil; {
+		for k, _ := c.First(); k != nil; {
 			if len(k) != qkeyLen {
 				return fmt.Errorf("%w: queue key %x", errCorrupt, k)
 			}
 			id, lvl, _ := parseQKey(k)
-			key := urlnorm.Origin(string(v))
+			key, ok := names[id]
+			if !ok {
+				return fmt.Errorf("%w: queue key %x of no host", errCorrupt, k)
+			}
 			h := f.hosts[key]
 			if h == nil {
 				h = f.newHost(key)
@@ -320,9 +344,9 @@ func (f *Frontier) rebuild() error {
 			h.id = id
 			f.activate(h, lvl)
 			if int(lvl)+1 < numLevels {
-				k, v = c.Seek(putQKey(seek[:0], id, lvl+1, 0))
+				k, _ = c.Seek(putQKey(seek[:0], id, lvl+1, 0))
 			} else {
-				k, v = c.Seek(putQKey(seek[:0], id+1, 0, 0))
+				k, _ = c.Seek(putQKey(seek[:0], id+1, 0, 0))
 			}
 		}
 		for _, h := range f.hosts {
@@ -508,8 +532,7 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 		if q.skip != nil && q.skip[i] && cur == q.cycle {
 			continue
 		}
-		key := w.bytes(it.URL)
-		v := w.u.Get(key)
+		key, v := w.lookup(it.URL)
 		if v == nil {
 			if over, err := w.admit(f, it, true); err != nil || over != 0 {
 				if err != nil {
@@ -517,6 +540,10 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 				}
 				q.markOver(i)
 				continue
+			}
+			var err error
+			if key, err = w.newKey(it.URL); err != nil {
+				return 0, err
 			}
 			rec = Record{Item: *it, Cycle: cur, SeenCycle: cur}
 			if err := w.enqueue(&rec, key, eff); err != nil {
@@ -528,7 +555,7 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 			added++
 			continue
 		}
-		if err := decodeRecord(it.URL, v, &rec, false); err != nil {
+		if err := decodeRecord(v, &rec, false); err != nil {
 			return 0, fmt.Errorf("%w: %s", err, it.URL)
 		}
 		requeue := it.Class == Start && rec.Cycle < cur && rec.State != Waiting ||
@@ -537,7 +564,7 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 		if !requeue && !newer && rec.SeenCycle >= cur {
 			continue
 		}
-		if err := decodeRecord(it.URL, v, &rec, true); err != nil {
+		if err := decodeRecord(v, &rec, true); err != nil {
 			return 0, fmt.Errorf("%w: %s", err, it.URL)
 		}
 		rec.SeenCycle = cur
@@ -647,8 +674,7 @@ func checkRefusal(reason string, items []Item) error {
 func (f *Frontier) exclude(w *wtx, reason, detail string, items []Item) (int, error) {
 	added := 0
 	for i := range items {
-		key := w.bytes(items[i].URL)
-		if w.u.Get(key) != nil {
+		if _, v := w.lookup(items[i].URL); v != nil {
 			continue
 		}
 		if over, err := w.admit(f, &items[i], false); err != nil || over != 0 {
@@ -656,6 +682,10 @@ func (f *Frontier) exclude(w *wtx, reason, detail string, items []Item) (int, er
 				return 0, err
 			}
 			continue
+		}
+		key, err := w.newKey(items[i].URL)
+		if err != nil {
+			return 0, err
 		}
 		rec := Record{Item: items[i], State: Excluded, Reason: reason, Cycle: w.cycle, SeenCycle: w.cycle}
 		if err := w.put(key, &rec, false); err != nil {
@@ -682,12 +712,12 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 		found bool
 	)
 	err := f.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketURLs).Get([]byte(url))
+		v := getRecord(tx, url)
 		if v == nil {
 			return nil
 		}
 		found = true
-		return decodeRecord(url, v, &rec, true)
+		return decodeRecord(v, &rec, true)
 	})
 	if err != nil || !found {
 		return Record{}, false, err
@@ -768,14 +798,13 @@ func (f *Frontier) updateBatch(changes []edit) error {
 func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte, err error) {
 	url := c.URL
 	c.Err, c.Record = nil, Record{}
-	key = w.bytes(url)
-	v := w.u.Get(key)
+	key, v := w.lookup(url)
 	if v == nil {
 		c.Err = ErrNotFound
 		return key, nil
 	}
 	var old Record
-	if err := decodeRecord(url, v, &old, true); err != nil {
+	if err := decodeRecord(v, &old, true); err != nil {
 		return key, err
 	}
 	rec := old
@@ -855,10 +884,11 @@ func (f *Frontier) PutMeta(key string, value []byte) error {
 // is never overwritten: when append reallocates it, earlier slices keep the
 // old array alive.
 type wtx struct {
-	tx         *bolt.Tx
-	u, q, h, p *bolt.Bucket
-	f          *Frontier // set by sweeps, whose helpers record history through it
-	cycle      uint64
+	tx *bolt.Tx
+	// u holds the records (bucketRecords), x the index from URL to key.
+	u, x, q, h, p *bolt.Bucket
+	f             *Frontier // set by sweeps, whose helpers record history through it
+	cycle         uint64
 	// storedPending says whether the record sweep is changing had a
 	// Pending write as stored, before the change edited it.
 	storedPending bool
@@ -882,7 +912,7 @@ func newWtx(tx *bolt.Tx) *wtx {
 	tx.Bucket(bucketQueue).FillPercent = queueFill
 	return &wtx{
 		tx: tx,
-		u:  tx.Bucket(bucketURLs), q: tx.Bucket(bucketQueue),
+		u:  tx.Bucket(bucketRecords), x: tx.Bucket(bucketIndex), q: tx.Bucket(bucketQueue),
 		h: tx.Bucket(bucketHosts), p: tx.Bucket(bucketPending),
 		cycle: readCycle(tx),
 		arena: make([]byte, 0, 1024),

@@ -103,7 +103,7 @@ func TestRecordEncodingRoundTripsEveryField(t *testing.T) {
 	}
 	for _, want := range []Record{full, {Item: Item{URL: "http://b.test/"}}} {
 		var got Record
-		if err := decodeRecord(want.URL, appendRecord(nil, &want), &got, true); err != nil {
+		if err := decodeRecord(appendRecord(nil, &want), &got, true); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
@@ -111,7 +111,7 @@ func TestRecordEncodingRoundTripsEveryField(t *testing.T) {
 		}
 	}
 	b := appendRecord(nil, &full)
-	if err := decodeRecord("u", b[:len(b)-1], new(Record), true); err == nil {
+	if err := decodeRecord(b[:len(b)-1], new(Record), true); err == nil {
 		t.Error("a truncated record decoded without error")
 	}
 }

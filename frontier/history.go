@@ -14,32 +14,29 @@ import (
 // from where, each fetch and its status, each decision, each index write
 // and its acknowledgement — without reading logs.
 //
-// Events live beside the URL's record in bucket "u", under the URL, a zero
-// byte and a 4-byte per-URL sequence: one URL's events are contiguous, in
-// order, right after its record, and the newest is one seek away. They are
-// written in the transaction of the change they describe (Add, Exclude,
-// Complete, Update, the sweeps), so a history never claims a change that
-// was rolled back. Beside the record, an event usually lands on the leaf
-// its change rewrites anyway: in a bucket of their own, a page's found,
-// completed and acknowledged events each dirtied a second random leaf,
-// which at a million pages no other page of the commit shared. Every walk
-// of "u" skips them (isHistoryKey); a URL holds no zero byte
-// (Item.validate), so no record key looks like one.
+// Events live beside the URL's record in bucket "r", under the record's
+// key, a zero byte and a 4-byte per-URL sequence: one URL's events are
+// contiguous, in order, right after its record, and the newest is one seek
+// away. They are written in the transaction of the change they describe
+// (Add, Exclude, Complete, Update, the sweeps), so a history never claims
+// a change that was rolled back. Beside the record, an event usually lands
+// on the leaf its change rewrites anyway. Every walk of the records skips
+// them (isHistoryKey): a record's key has recordKeyLen bytes, an event's
+// historyKeyLen more.
 //
-// Stores of format 1 kept them in bucket "e", under the same keys:
-// migrateHistory moves them on the first Open for writing.
+// Stores of format 1 kept them in bucket "e", keyed by URL; format 2
+// beside records keyed by URL: migrate moves both on the first Open for
+// writing.
 
 var bucketHistory = []byte("e")
 
-// historyKeyLen is what a history key adds to its URL: the zero byte and
-// the sequence.
+// historyKeyLen is what a history key adds to its record's key: the zero
+// byte and the sequence.
 const historyKeyLen = 5
 
-// isHistoryKey says whether a key of bucket "u" is a history event's
+// isHistoryKey says whether a key of the records is a history event's
 // rather than a record's.
-func isHistoryKey(k []byte) bool {
-	return len(k) > historyKeyLen && k[len(k)-historyKeyLen] == 0
-}
+func isHistoryKey(k []byte) bool { return len(k) != recordKeyLen }
 
 // DefaultHistory is the history length the crawler keeps per URL.
 const DefaultHistory = 32
@@ -108,7 +105,7 @@ type Event struct {
 
 func (f *Frontier) historyOn() bool { return f.histLen > 0 }
 
-// event appends ev to the history of the URL key within w's transaction
+// event appends ev to the history of the record key within w's transaction
 // and trims the oldest beyond the history length.
 func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	if f.histLen <= 0 || len(key)+historyKeyLen > bolt.MaxKeySize {
@@ -117,7 +114,7 @@ func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	if ev.At.IsZero() {
 		ev.At = f.now()
 	}
-	// The newest entry is the last key below URL|0x01.
+	// The newest entry is the last key below key|0x01.
 	n := len(w.arena)
 	w.arena = append(append(w.arena, key...), 1)
 	c := w.u.Cursor()
@@ -156,77 +153,25 @@ func (f *Frontier) History(url string) ([]Event, error) {
 	var out []Event
 	err := f.view(func(tx *bolt.Tx) error {
 		out = out[:0]
-		prefix := append([]byte(url), 0)
-		// A store read before its first Open for writing by this version
-		// still has its events in bucket "e".
-		for _, name := range [][]byte{bucketHistory, bucketURLs} {
-			b := tx.Bucket(name)
-			if b == nil {
+		key := tx.Bucket(bucketIndex).Get([]byte(url))
+		if len(key) != recordKeyLen {
+			return nil
+		}
+		prefix := append(bytes.Clone(key), 0)
+		c := tx.Bucket(bucketRecords).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(k) != len(prefix)+4 {
 				continue
 			}
-			c := b.Cursor()
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				if len(k) != len(prefix)+4 {
-					continue
-				}
-				var ev Event
-				if err := decodeEvent(v, &ev); err != nil {
-					return fmt.Errorf("%w: history of %s", err, url)
-				}
-				out = append(out, ev)
+			var ev Event
+			if err := decodeEvent(v, &ev); err != nil {
+				return fmt.Errorf("%w: history of %s", err, url)
 			}
+			out = append(out, ev)
 		}
 		return nil
 	})
 	return out, err
-}
-
-// migrateChunk is how many events migrateHistory moves per transaction.
-const migrateChunk = 10000
-
-// migrateHistory moves the events of a store of format 1 from bucket "e"
-// to beside their records, a chunk per transaction so a store of millions
-// of events never makes one huge transaction. The format is already 2 when
-// it starts (see init), so an older binary never reads a half-moved store,
-// and a crash part-way leaves the rest to the next Open. Keys are the same
-// in both buckets: moving one twice puts the same value.
-func (f *Frontier) migrateHistory() error {
-	for {
-		more := false
-		err := f.writeTx(func(tx *bolt.Tx) error {
-			e, u := tx.Bucket(bucketHistory), tx.Bucket(bucketURLs)
-			var moved [][]byte
-			c := e.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if len(moved) == migrateChunk {
-					more = true
-					break
-				}
-				// bbolt keeps what Put is given until the commit:
-				// copies, not slices of the mapped file.
-				k = bytes.Clone(k)
-				moved = append(moved, k)
-				// Bucket "e" never held anything else: a key that is
-				// no event's is damage, and would read as a record
-				// among the records. It is dropped.
-				if !isHistoryKey(k) {
-					continue
-				}
-				if err := u.Put(k, bytes.Clone(v)); err != nil {
-					return err
-				}
-			}
-			for _, k := range moved {
-				if err := e.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err := f.check(err); err != nil || !more {
-			return err
-		}
-	}
 }
 
 // Encoding: kind, class, then varints (time, status, bytes, took, depth),

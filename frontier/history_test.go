@@ -2,18 +2,12 @@ package frontier
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 func kinds(evs []Event) []EventKind {
@@ -251,100 +245,6 @@ func BenchmarkAddHistory(b *testing.B) {
 	}
 	b.StopTimer()
 	reportWrites(b, f, before)
-}
-
-// A store of format 1 (testdata/store.db: 40 URLs, 10 fetched, with
-// histories) kept its events in bucket "e". Opened for writing, it has
-// them moved beside their records, the same events for every URL, and its
-// records, counts and later events as they were.
-func TestAStoreOfFormat1HasItsHistoryMovedBesideItsRecords(t *testing.T) {
-	seed, err := os.ReadFile(filepath.Join("testdata", "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, storeFile), seed, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	type view struct {
-		recs    []Record
-		history map[string][]Event
-		counts  map[string]*SourceCounts
-	}
-	read := func(f *Frontier) view {
-		t.Helper()
-		v := view{history: map[string][]Event{}}
-		if err := f.ForEach("", func(r Record) error {
-			v.recs = append(v.recs, r)
-			evs, err := f.History(r.URL)
-			v.history[r.URL] = evs
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if v.counts, err = f.Counts(); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	keys := func(f *Frontier) (events, history int, format uint64) {
-		t.Helper()
-		if err := f.db.View(func(tx *bolt.Tx) error {
-			events = tx.Bucket(bucketHistory).Stats().KeyN
-			return tx.Bucket(bucketURLs).ForEach(func(k, _ []byte) error {
-				if isHistoryKey(k) {
-					history++
-				}
-				return nil
-			})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		f.db.View(func(tx *bolt.Tx) error {
-			format = binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keyFormat))
-			return nil
-		})
-		return
-	}
-
-	old := openTest(t, dir, Options{ReadOnly: true})
-	before := read(old)
-	if events, history, format := keys(old); events == 0 || history != 0 || format != 1 {
-		t.Fatalf("the fixture holds %d events in bucket e, %d beside the records, format %d: want a store of format 1", events, history, format)
-	}
-	moved := 0
-	for _, evs := range before.history {
-		moved += len(evs)
-	}
-	if len(before.recs) != 40 || moved == 0 {
-		t.Fatalf("the fixture reads as %d records with %d events", len(before.recs), moved)
-	}
-	old.Close()
-
-	f := openTest(t, dir, Options{Policy: policy(100, 0), History: DefaultHistory})
-	if events, history, format := keys(f); events != 0 || history != moved || format != formatVersion {
-		t.Errorf("after Open: %d events left in bucket e, %d beside the records (want %d), format %d", events, history, moved, format)
-	}
-	after := read(f)
-	if !reflect.DeepEqual(after, before) {
-		t.Errorf("records, histories or counts changed in the move:\nbefore %+v\nafter  %+v", before, after)
-	}
-	// A new event follows the moved ones.
-	l := mustLease(t, f)
-	u := l.Item().URL
-	mustComplete(t, l, Outcome{State: Fetched, Status: 200, Hash: "new"})
-	evs, err := f.History(u)
-	if err != nil || len(evs) != len(before.history[u])+1 || evs[len(evs)-1].Kind != EventFetched ||
-		!reflect.DeepEqual(evs[:len(evs)-1], before.history[u]) {
-		t.Errorf("history of %s after a completion = %+v, %v; want the moved events and a fetch", u, evs, err)
-	}
-	f.Close()
-
-	// And read-only, as status reads it.
-	ro := openTest(t, dir, Options{ReadOnly: true})
-	if evs2, err := ro.History(u); err != nil || !reflect.DeepEqual(evs2, evs) {
-		t.Errorf("read-only history of %s = %+v, %v; want %+v", u, evs2, err, evs)
-	}
 }
 
 func TestAURLWithAZeroByteIsRefused(t *testing.T) {

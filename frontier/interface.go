@@ -95,8 +95,9 @@ type Scanner interface {
 	// Get returns a URL's record (InFlight when leased) and whether the
 	// store knows it.
 	Get(url string) (Record, bool, error)
-	// Scan returns the next page of the records q selects, in URL order,
-	// and the q.After of the page after it: "" when there is none.
+	// Scan returns the next page of the records q selects, in the store's
+	// own order (no caller may rely on one), and the q.After of the page
+	// after it: "" when there is none.
 	Scan(q Query) (recs []Record, next string, err error)
 	// Reapply applies verdicts of the crawl space on known URLs (see
 	// Verdict.Changes) and returns how many URLs it excluded and queued.

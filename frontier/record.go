@@ -163,9 +163,14 @@ const (
 
 // Encoding: a version byte, the integers as uvarints, the times as varint
 // Unix nanoseconds (0 for the zero time), the string lengths, then the
-// string bytes back to back so a decode costs one allocation. The URL is
-// the key and is not repeated.
-const recVersion = 1
+// string bytes back to back so a decode costs one allocation. Version 2
+// (store format 3) holds the URL first among the strings, since the key is
+// no longer the URL (see recordKey); version 1, keyed by its URL, is read
+// only to move it (migrateRecords).
+const (
+	recVersion1 = 1
+	recVersion  = 2
+)
 
 const (
 	flagIndexed = 1 << iota
@@ -198,7 +203,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	for _, t := range [...]time.Time{r.Lastmod, r.FetchedAt, r.CheckedAt} {
 		b = binary.AppendVarint(b, unixNano(t))
 	}
-	strs := [...]string{r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending}
+	strs := [...]string{r.URL, r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending}
 	for _, s := range strs {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 	}
@@ -250,15 +255,33 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
-// decodeRecord fills r from an encoded value; url becomes r.URL. Without
-// strs it leaves the strings empty and allocates nothing, for the checks on
-// the hot paths.
-func decodeRecord(url string, b []byte, r *Record, strs bool) error {
+// decodeRecord fills r from an encoded value, its URL included. Without
+// strs it leaves the strings empty, the URL too, and allocates nothing, for
+// the checks on the hot paths.
+func decodeRecord(b []byte, r *Record, strs bool) error {
 	if len(b) < 4 || b[0] != recVersion {
 		return errCorrupt
 	}
-	*r = Record{}
+	return decodeFields(b, r, strs, 10)
+}
+
+// decodeRecordV1 reads a record of store format 2 or older, whose URL was
+// its key.
+func decodeRecordV1(url string, b []byte, r *Record) error {
+	if len(b) < 4 || b[0] != recVersion1 {
+		return errCorrupt
+	}
+	if err := decodeFields(b, r, true, 9); err != nil {
+		return err
+	}
 	r.URL = url
+	return nil
+}
+
+// decodeFields decodes a record of nstr strings: 10 with the URL first, 9
+// without it.
+func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
+	*r = Record{}
 	r.State, r.Class, r.Kind = State(b[1]), Class(b[2]), b[3]
 	d := decoder{b: b[4:]}
 	r.Shift = int(d.varint())
@@ -277,9 +300,9 @@ func decodeRecord(url string, b []byte, r *Record, strs bool) error {
 	r.Lastmod = fromUnixNano(d.varint())
 	r.FetchedAt = fromUnixNano(d.varint())
 	r.CheckedAt = fromUnixNano(d.varint())
-	var lens [9]uint64
+	var lens [10]uint64
 	total := uint64(0)
-	for i := range lens {
+	for i := range nstr {
 		lens[i] = d.uvarint()
 		// Each length checked alone first: damaged lengths could wrap
 		// their sum around to the bytes left and slice past them.
@@ -298,10 +321,11 @@ func decodeRecord(url string, b []byte, r *Record, strs bool) error {
 		return nil
 	}
 	all := string(d.b)
-	ptrs := [...]*string{&r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending}
+	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending}
+	p := ptrs[len(ptrs)-nstr:]
 	off := uint64(0)
-	for i, p := range ptrs {
-		*p = all[off : off+lens[i]]
+	for i, ptr := range p {
+		*ptr = all[off : off+lens[i]]
 		off += lens[i]
 	}
 	return nil

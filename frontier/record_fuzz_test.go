@@ -18,20 +18,20 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recVersion, 0, 0, 0})
 	// String lengths whose sum wraps around to the bytes left.
 	wrap := appendRecord(nil, &Record{})
-	wrap = append(wrap[:len(wrap)-9], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 0, 0, 0, 0, 0, 0, 0, 'a')
+	wrap = append(wrap[:len(wrap)-10], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 0, 0, 0, 0, 0, 0, 0, 0, 'a')
 	f.Add(wrap)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
-		if err := decodeRecord("http://a.example/x", b, &r, false); err != nil {
+		if err := decodeRecord(b, &r, false); err != nil {
 			return
 		}
-		if err := decodeRecord("http://a.example/x", b, &r, true); err != nil {
+		if err := decodeRecord(b, &r, true); err != nil {
 			t.Fatalf("decoded without strings, refused with them: %v", err)
 		}
 		if r.State >= numStates || r.Class >= numClasses || r.Shift < MinShift || r.Shift > MaxShift {
 			t.Fatalf("accepted %+v", r)
 		}
-		n := len(r.Source) + len(r.Via) + len(r.Reason) + len(r.ETag) + len(r.LastModified) + len(r.Hash) + len(r.DocID) + len(r.Target) + len(r.Pending)
+		n := len(r.URL) + len(r.Source) + len(r.Via) + len(r.Reason) + len(r.ETag) + len(r.LastModified) + len(r.Hash) + len(r.DocID) + len(r.Target) + len(r.Pending)
 		if n > len(b) {
 			t.Fatalf("strings of %d bytes from a value of %d", n, len(b))
 		}

@@ -25,11 +25,13 @@ type Query struct {
 	// States selects the records stored in one of them (a leased URL is
 	// stored Waiting, and read InFlight); none selects every state.
 	States []State
-	// After is the URL the previous page ended after ("" for the first).
+	// After is where the previous page ended, as Scan returned it (""
+	// for the first page).
 	After string
 }
 
-// Scan returns the next page of the records q selects, in URL order: of
+// Scan returns the next page of the records q selects, in the store's
+// order (by host, then in the order found), and where it ended: of
 // readChunk records read in one read transaction, so a walk over millions
 // of URLs never holds one open long enough to stall writers that must grow
 // the file. A page may be empty while next is not.
@@ -67,7 +69,7 @@ func ForEach(s Scanner, q Query, fn func(Record) error) error {
 	}
 }
 
-// scan calls fn for every record in URL order, InFlight for leased ones,
+// scan calls fn for every record in the store's order, InFlight for leased ones,
 // outside any transaction. With index set it walks the URLs listed in that
 // bucket instead.
 func (f *Frontier) scan(index []byte, fn func(*Record) error) error {
@@ -102,7 +104,7 @@ func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]
 	)
 	err := f.view(func(tx *bolt.Tx) error {
 		recs, next = recs[:0], nil
-		u := tx.Bucket(bucketURLs)
+		u := tx.Bucket(bucketRecords)
 		b := u
 		if index != nil {
 			b = tx.Bucket(index)
@@ -134,7 +136,7 @@ func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]
 				}
 			}
 			if mask != 0 || source != "" {
-				if err := decodeRecord("", v, &hdr, source != ""); err != nil {
+				if err := decodeRecord(v, &hdr, source != ""); err != nil {
 					return err
 				}
 				if mask != 0 && mask&(1<<hdr.State) == 0 || source != "" && hdr.Source != source {
@@ -142,7 +144,7 @@ func (f *Frontier) scanPage(index, after []byte, mask uint32, source string) ([]
 				}
 			}
 			recs = append(recs, Record{})
-			if err := decodeRecord(string(k), v, &recs[len(recs)-1], true); err != nil {
+			if err := decodeRecord(v, &recs[len(recs)-1], true); err != nil {
 				return err
 			}
 		}
@@ -262,7 +264,7 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 				}
 				i++
 				prev = k
-				if err := decodeRecord("", v, &hdr, false); err != nil {
+				if err := decodeRecord(v, &hdr, false); err != nil {
 					return err
 				}
 				if states&(1<<hdr.State) == 0 {
@@ -270,7 +272,7 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 				}
 				key := w.bytes(string(k))
 				cands = append(cands, cand{key: key})
-				if err := decodeRecord(string(key), v, &cands[len(cands)-1].rec, true); err != nil {
+				if err := decodeRecord(v, &cands[len(cands)-1].rec, true); err != nil {
 					return err
 				}
 			}

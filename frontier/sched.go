@@ -266,6 +266,7 @@ type lease struct {
 	f     *Frontier
 	h     *host
 	rec   Record
+	key   []byte // the record's key
 	level uint8
 	seq   uint64
 	done  bool
@@ -487,7 +488,7 @@ func (f *Frontier) settleIdleLocked(tx *bolt.Tx, now time.Time) (more bool, err 
 // there may be others to look at.
 func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 	c := tx.Bucket(bucketQueue).Cursor()
-	u := tx.Bucket(bucketURLs)
+	u := tx.Bucket(bucketRecords)
 	var seek [qkeyLen]byte
 	held := 0
 	for h.mask != 0 {
@@ -513,27 +514,31 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 				break
 			}
 			s.last = seq
-			if ll := f.leases[string(v)]; ll != nil {
+			// An entry left from before format 3 names a URL, and no
+			// record: stale, like one whose record moved on.
+			var rv []byte
+			if len(v) == recordKeyLen {
+				rv = u.Get(v)
+			}
+			if rv == nil {
+				f.garbage = append(f.garbage, append([]byte(nil), k...))
+				continue
+			}
+			var rec Record
+			if err := decodeRecord(rv, &rec, true); err != nil {
+				return nil, false, fmt.Errorf("%w: record %x", err, v)
+			}
+			if ll := f.leases[rec.URL]; ll != nil {
 				if ll.seq != seq && again == 0 {
 					again = seq
 				}
 				continue
 			}
-			rv := u.Get(v)
-			var rec Record
-			if rv != nil {
-				if err := decodeRecord("", rv, &rec, false); err != nil {
-					return nil, false, fmt.Errorf("%w: %s", err, v)
-				}
-			}
-			if rv == nil || rec.State != Waiting || rec.qseq != seq {
+			if rec.State != Waiting || rec.qseq != seq {
 				f.garbage = append(f.garbage, append([]byte(nil), k...))
 				continue
 			}
-			if err := decodeRecord(string(v), rv, &rec, true); err != nil {
-				return nil, false, fmt.Errorf("%w: %s", err, v)
-			}
-			l := &lease{f: f, h: h, rec: rec, level: s.level, seq: seq}
+			l := &lease{f: f, h: h, rec: rec, key: bytes.Clone(v), level: s.level, seq: seq}
 			over, err := f.overPages(tx, l)
 			if err != nil {
 				return nil, false, err
@@ -778,13 +783,13 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 				}
 			}
 		}
-		key := w.bytes(url)
+		key := l.key
 		v := w.u.Get(key)
 		if v == nil {
 			return fmt.Errorf("frontier: leased %s vanished", url)
 		}
 		var rec Record
-		if err := decodeRecord(url, v, &rec, true); err != nil {
+		if err := decodeRecord(v, &rec, true); err != nil {
 			return err
 		}
 		hadPending := rec.Pending != ""

@@ -33,7 +33,7 @@ func layoutOf(t *testing.T, f *Frontier) storeLayout {
 	err := f.db.View(func(tx *bolt.Tx) error {
 		l.pageSize = int64(f.db.Info().PageSize)
 		l.pages = tx.Size() / l.pageSize
-		l.urlsRoot = uint64(tx.Bucket(bucketURLs).Root())
+		l.urlsRoot = uint64(tx.Bucket(bucketRecords).Root())
 		return nil
 	})
 	if err != nil {
@@ -133,8 +133,15 @@ func TestOpenRefusesADamagedStoreAndNeverTakesItForANewOne(t *testing.T) {
 		}, "neither meta page is valid"},
 		{"a branch page that leads back to itself", loop, "reached twice"},
 		{"keys out of order in a leaf", func(t *testing.T, dir string) {
-			root := original[int64(l.urlsRoot)*l.pageSize:][:l.pageSize]
-			leafID := binary.LittleEndian.Uint64(root[pageHeaderSize+8:]) // the first child
+			// The first leaf: down the first child of each branch.
+			leafID := l.urlsRoot
+			for {
+				page := original[int64(leafID)*l.pageSize:][:l.pageSize]
+				if binary.LittleEndian.Uint16(page[8:]) != flagBranch {
+					break
+				}
+				leafID = binary.LittleEndian.Uint64(page[pageHeaderSize+8:])
+			}
 			leaf := bytes.Clone(original[int64(leafID)*l.pageSize:][:l.pageSize])
 			pos := int(binary.LittleEndian.Uint32(leaf[pageHeaderSize+4:]))
 			leaf[pageHeaderSize+pos] = '~' // the first key now sorts after the others
