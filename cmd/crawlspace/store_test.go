@@ -116,9 +116,9 @@ func pageLayout(t *testing.T, store string) (pageSize, pages int64, dataPage uin
 	err = db.View(func(tx *bolt.Tx) error {
 		pageSize = int64(db.Info().PageSize)
 		pages = tx.Size() / pageSize
-		for _, b := range []string{"u", "e", "q"} {
-			if root := uint64(tx.Bucket([]byte(b)).Root()); root != 0 {
-				dataPage = root
+		for _, b := range []string{"r", "x", "q"} { // records, URL index, queue
+			if bk := tx.Bucket([]byte(b)); bk != nil && bk.Root() != 0 {
+				dataPage = uint64(bk.Root())
 				return nil
 			}
 		}
