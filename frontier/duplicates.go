@@ -11,18 +11,21 @@ import (
 
 // Groups of duplicates: the URLs of a source whose pages gave the same
 // content key (Outcome.Content), each with the claim its last outcome made
-// (Outcome.Claim). Two buckets hold them, keyed by 64-bit hashes (LinkKey's)
-// to stay small beside the records: the groups, keyed by the group's hash
-// and the URL's, so that a group is one range of keys, with the claim and
-// the URL as value; and each URL's content key, so that an outcome can
-// take the URL out of the group it was in. Both are created on the first outcome
-// that joins a group; a store without them has no groups. Two groups
-// whose (source, content) hash alike would read as one: about one chance
-// in ten million at a million groups.
-var (
-	bucketGroups  = []byte("d") // group hash | URL hash → claim (uvarint) | URL
-	bucketGroupOf = []byte("D") // URL hash → content key
-)
+// (Outcome.Claim). A bucket keyed by the group's hash and the URL's
+// (LinkKey's, 64 bits each, to stay small beside the records) holds them,
+// so that a group is one range of keys, with the claim and the URL as
+// value; each URL's record holds its group's content key (Record.content),
+// so that an outcome can take the URL out of the group it was in without
+// a read of its own. The bucket is created on the first outcome that joins
+// a group; a store without it has no groups. Two groups whose (source,
+// content) hash alike would read as one: about one chance in ten million at
+// a million groups. Format 2 kept each URL's content key in a bucket of its
+// own, "D", keyed by the URL's hash: one more leaf at a random place for
+// every page that joined or left a group.
+var bucketGroups = []byte("d") // group hash | URL hash → claim (uvarint) | URL
+
+// bucketGroupOfV2 is format 2's URL hash → content key (migrateRecords).
+var bucketGroupOfV2 = []byte("D")
 
 // maxGroupScan bounds the members one SameContent reads.
 const maxGroupScan = 1000
@@ -33,43 +36,36 @@ func groupKey(source, content string) []byte {
 }
 
 // regroup applies an outcome's membership to the record it completes, in
-// the completion's transaction: a Waiting outcome leaves it as it was;
-// any other takes the URL out of its group and, Fetched with Content set,
-// puts it in the group of Content with its Claim.
+// the completion's transaction, before the record is stored: a Waiting
+// outcome leaves it as it was; any other takes the URL out of its group
+// and, Fetched with Content set, puts it in the group of Content with its
+// Claim.
 func regroup(tx *bolt.Tx, rec *Record, o *Outcome) error {
 	if o.State == Waiting {
 		return nil
 	}
-	of, groups := tx.Bucket(bucketGroupOf), tx.Bucket(bucketGroups)
+	groups := tx.Bucket(bucketGroups)
 	urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(rec.URL))
-	if of != nil {
-		if old := of.Get(urlKey); old != nil {
-			// An unchanged page (a 304) stays where it was: both buckets
-			// are keyed by hashes, so rewriting its entries with the same
-			// values would dirty two random leaves for nothing.
-			if o.State == Fetched && o.Content == string(old) {
-				gk := append(groupKey(rec.Source, o.Content), urlKey...)
-				v := groups.Get(gk)
-				if claim, w := binary.Uvarint(v); w > 0 && claim == uint64(max(o.Claim, 0)) && string(v[w:]) == rec.URL {
-					return nil
-				}
-			}
-			if err := groups.Delete(append(groupKey(rec.Source, string(old)), urlKey...)); err != nil {
-				return err
-			}
-			if err := of.Delete(urlKey); err != nil {
-				return err
+	if old := rec.content; old != "" && groups != nil {
+		// An unchanged page (a 304) stays where it was: the bucket is
+		// keyed by hashes, so rewriting its entry with the same value
+		// would dirty a random leaf for nothing.
+		if o.State == Fetched && o.Content == old {
+			v := groups.Get(append(groupKey(rec.Source, old), urlKey...))
+			if claim, w := binary.Uvarint(v); w > 0 && claim == uint64(max(o.Claim, 0)) && string(v[w:]) == rec.URL {
+				return nil
 			}
 		}
+		if err := groups.Delete(append(groupKey(rec.Source, old), urlKey...)); err != nil {
+			return err
+		}
 	}
+	rec.content = ""
 	if o.State != Fetched || o.Content == "" {
 		return nil
 	}
 	var err error
-	if of == nil {
-		if of, err = tx.CreateBucketIfNotExists(bucketGroupOf); err != nil {
-			return err
-		}
+	if groups == nil {
 		if groups, err = tx.CreateBucketIfNotExists(bucketGroups); err != nil {
 			return err
 		}
@@ -79,7 +75,8 @@ func regroup(tx *bolt.Tx, rec *Record, o *Outcome) error {
 	if err := groups.Put(append(g, urlKey...), append(v, rec.URL...)); err != nil {
 		return err
 	}
-	return of.Put(urlKey, []byte(o.Content))
+	rec.content = o.Content
+	return nil
 }
 
 // SameContent lists the group of source with content key content: see
@@ -148,36 +145,30 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 		claim   int
 	)
 	err := f.view(func(tx *bolt.Tx) error {
-		urlKey, c := contentKey(tx, url)
-		if c == nil {
-			return nil
-		}
-		rv := getRecord(tx, url)
-		if rv == nil {
-			return nil
-		}
-		var rec Record
-		if err := decodeRecord(rv, &rec, true); err != nil {
+		rec, ok, err := groupedRecord(tx, url)
+		if err != nil || !ok {
 			return err
 		}
-		var err error
-		content = string(c)
-		claim, err = claimIn(tx.Bucket(bucketGroups), rec.Source, content, urlKey)
+		content = rec.content
+		claim, err = claimIn(tx.Bucket(bucketGroups), rec.Source, content, urlHash(url))
 		return err
 	})
 	return content, claim, err
 }
 
-// contentKey is the content key of url's group in tx, nil when url is in
-// none, and url's hash as the groups' keys hold it.
-func contentKey(tx *bolt.Tx, url string) (urlKey, content []byte) {
-	of := tx.Bucket(bucketGroupOf)
-	if of == nil {
-		return nil, nil
+// groupedRecord is url's record when url is in a group of duplicates.
+func groupedRecord(tx *bolt.Tx, url string) (rec Record, ok bool, err error) {
+	rv := getRecord(tx, url)
+	if rv == nil || tx.Bucket(bucketGroups) == nil {
+		return rec, false, nil
 	}
-	urlKey = binary.BigEndian.AppendUint64(nil, LinkKey(url))
-	return urlKey, of.Get(urlKey)
+	if err := decodeRecord(rv, &rec, true); err != nil {
+		return rec, false, err
+	}
+	return rec, rec.content != "", nil
 }
+
+func urlHash(url string) []byte { return binary.BigEndian.AppendUint64(nil, LinkKey(url)) }
 
 // claimIn is the claim of the URL whose hash is urlKey in the group
 // (source, content).
@@ -191,27 +182,23 @@ func claimIn(groups *bolt.Bucket, source, content string, urlKey []byte) (int, e
 }
 
 // GroupOf is ContentOf and SameContent in one read: see GroupReader. The
-// source given saves reading url's record for it; the group's range of
-// keys holds url's claim.
+// group's range of keys holds url's claim.
 func (f *Frontier) GroupOf(source, url string) (content string, claim int, members []Member, err error) {
 	if f.shut.Load() {
 		return "", 0, nil, ErrClosed
 	}
 	err = f.view(func(tx *bolt.Tx) error {
-		urlKey, c := contentKey(tx, url)
-		if c == nil {
-			return nil
+		rec, ok, err := groupedRecord(tx, url)
+		if err != nil || !ok {
+			return err
 		}
-		content = string(c)
-		var (
-			found bool
-			err   error
-		)
+		content = rec.content
+		var found bool
 		if members, claim, found, err = sameContent(tx, source, content, url); err != nil || found {
 			return err
 		}
 		// Past the members read (a group of over maxGroupScan).
-		claim, err = claimIn(tx.Bucket(bucketGroups), source, content, urlKey)
+		claim, err = claimIn(tx.Bucket(bucketGroups), source, content, urlHash(url))
 		return err
 	})
 	if err != nil {

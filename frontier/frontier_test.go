@@ -99,7 +99,7 @@ func TestRecordEncodingRoundTripsEveryField(t *testing.T) {
 		State: Error, Reason: "http 500", Status: 500, ErrCount: 3, TempErrCount: 2,
 		FetchedAt: ts.Add(time.Hour), CheckedAt: ts.Add(2 * time.Hour),
 		ETag: `"abc"`, LastModified: "Tue, 02 Jan 2024 03:04:05 GMT", Hash: "h", DocID: "d",
-		Indexed: true, Pending: `{"index":{}}`, Target: "http://a.test/y", Cycle: 9, SeenCycle: 12, HasLinks: true, Orphan: true, qseq: 1 << 40,
+		Indexed: true, Pending: `{"index":{}}`, Target: "http://a.test/y", Cycle: 9, SeenCycle: 12, HasLinks: true, Orphan: true, qseq: 1 << 40, content: "c",
 	}
 	for _, want := range []Record{full, {Item: Item{URL: "http://b.test/"}}} {
 		var got Record

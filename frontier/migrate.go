@@ -99,8 +99,9 @@ func (f *Frontier) migrateHistory() error {
 
 // migrateRecords moves the records of bucketURLsV2, with their events, to
 // keys in the order found (in URL order, for what the store held: the
-// order they were found in is not kept), indexes their URLs, and points
-// their queue entries and pending writes at the new keys. A queue entry
+// order they were found in is not kept), indexes their URLs, points their
+// queue entries and pending writes at the new keys, and takes each one's
+// group from bucketGroupOfV2 into the record. A queue entry
 // no Waiting record holds is left as it was, naming a URL: the scheduler
 // finds no record under it and deletes it as stale.
 func (f *Frontier) migrateRecords() error {
@@ -121,6 +122,7 @@ func (f *Frontier) moveRecords(chunk int) (more bool, _ error) {
 			return nil
 		}
 		w := newWtx(tx)
+		of := tx.Bucket(bucketGroupOfV2)
 		var (
 			moved   [][]byte
 			prefix  []byte // the events of the record last moved: its URL, a zero byte
@@ -151,6 +153,9 @@ func (f *Frontier) moveRecords(chunk int) (more bool, _ error) {
 			url := string(k)
 			if err := decodeRecordV1(url, v, &rec); err != nil {
 				return fmt.Errorf("%w: %s", err, url)
+			}
+			if of != nil {
+				rec.content = string(of.Get(urlHash(url)))
 			}
 			var err error
 			if key, err = w.newKey(url); err != nil {
@@ -184,10 +189,15 @@ func (f *Frontier) moveRecords(chunk int) (more bool, _ error) {
 				return err
 			}
 		}
-		if !more {
-			return tx.DeleteBucket(bucketURLsV2)
+		if more {
+			return nil
 		}
-		return nil
+		if of != nil {
+			if err := tx.DeleteBucket(bucketGroupOfV2); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteBucket(bucketURLsV2)
 	})
 	return more, f.check(err)
 }

@@ -153,6 +153,9 @@ type Record struct {
 	Orphan bool
 
 	qseq uint64 // sequence of its queue entry while Waiting
+	// content is the content key of the group of duplicates the URL is
+	// in, "" when in none (see regroup).
+	content string
 }
 
 // The pending writes of Record.Pending.
@@ -165,8 +168,8 @@ const (
 // Unix nanoseconds (0 for the zero time), the string lengths, then the
 // string bytes back to back so a decode costs one allocation. Version 2
 // (store format 3) holds the URL first among the strings, since the key is
-// no longer the URL (see recordKey); version 1, keyed by its URL, is read
-// only to move it (migrateRecords).
+// no longer the URL (see keys.go), and its group's content key last;
+// version 1, keyed by its URL, is read only to move it (migrateRecords).
 const (
 	recVersion1 = 1
 	recVersion  = 2
@@ -203,7 +206,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	for _, t := range [...]time.Time{r.Lastmod, r.FetchedAt, r.CheckedAt} {
 		b = binary.AppendVarint(b, unixNano(t))
 	}
-	strs := [...]string{r.URL, r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending}
+	strs := [...]string{r.URL, r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending, r.content}
 	for _, s := range strs {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 	}
@@ -262,7 +265,7 @@ func decodeRecord(b []byte, r *Record, strs bool) error {
 	if len(b) < 4 || b[0] != recVersion {
 		return errCorrupt
 	}
-	return decodeFields(b, r, strs, 10)
+	return decodeFields(b, r, strs, 11)
 }
 
 // decodeRecordV1 reads a record of store format 2 or older, whose URL was
@@ -278,8 +281,8 @@ func decodeRecordV1(url string, b []byte, r *Record) error {
 	return nil
 }
 
-// decodeFields decodes a record of nstr strings: 10 with the URL first, 9
-// without it.
+// decodeFields decodes a record of nstr strings: 11 with the URL first and
+// the content key last, 9 without them.
 func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 	*r = Record{}
 	r.State, r.Class, r.Kind = State(b[1]), Class(b[2]), b[3]
@@ -300,7 +303,7 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 	r.Lastmod = fromUnixNano(d.varint())
 	r.FetchedAt = fromUnixNano(d.varint())
 	r.CheckedAt = fromUnixNano(d.varint())
-	var lens [10]uint64
+	var lens [11]uint64
 	total := uint64(0)
 	for i := range nstr {
 		lens[i] = d.uvarint()
@@ -321,8 +324,11 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 		return nil
 	}
 	all := string(d.b)
-	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending}
-	p := ptrs[len(ptrs)-nstr:]
+	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending, &r.content}
+	p := ptrs[:]
+	if nstr == 9 {
+		p = ptrs[1:10]
+	}
 	off := uint64(0)
 	for i, ptr := range p {
 		*ptr = all[off : off+lens[i]]

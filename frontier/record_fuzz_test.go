@@ -18,7 +18,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recVersion, 0, 0, 0})
 	// String lengths whose sum wraps around to the bytes left.
 	wrap := appendRecord(nil, &Record{})
-	wrap = append(wrap[:len(wrap)-10], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 0, 0, 0, 0, 0, 0, 0, 0, 'a')
+	wrap = append(wrap[:len(wrap)-11], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'a')
 	f.Add(wrap)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r Record
@@ -31,7 +31,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if r.State >= numStates || r.Class >= numClasses || r.Shift < MinShift || r.Shift > MaxShift {
 			t.Fatalf("accepted %+v", r)
 		}
-		n := len(r.URL) + len(r.Source) + len(r.Via) + len(r.Reason) + len(r.ETag) + len(r.LastModified) + len(r.Hash) + len(r.DocID) + len(r.Target) + len(r.Pending)
+		n := len(r.URL) + len(r.content) + len(r.Source) + len(r.Via) + len(r.Reason) + len(r.ETag) + len(r.LastModified) + len(r.Hash) + len(r.DocID) + len(r.Target) + len(r.Pending)
 		if n > len(b) {
 			t.Fatalf("strings of %d bytes from a value of %d", n, len(b))
 		}
