@@ -188,11 +188,14 @@ func (f *Frontier) GroupOf(source, url string) (content string, claim int, membe
 		return "", 0, nil, ErrClosed
 	}
 	err = f.view(func(tx *bolt.Tx) error {
-		rec, ok, err := groupedRecord(tx, url)
-		if err != nil || !ok {
+		rv := getRecord(tx, url)
+		if rv == nil || tx.Bucket(bucketGroups) == nil {
+			return nil
+		}
+		var err error
+		if content, err = recordContent(rv); err != nil || content == "" {
 			return err
 		}
-		content = rec.content
 		var found bool
 		if members, claim, found, err = sameContent(tx, source, content, url); err != nil || found {
 			return err

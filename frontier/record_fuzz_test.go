@@ -12,7 +12,7 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	full := Record{Item: Item{URL: "http://a.example/x", Source: "s", Depth: 3, Class: IndexFollow, Shift: -1, Hops: 2, Via: "http://a.example/"},
 		State: Fetched, Status: 200, ErrCount: 1, TempErrCount: 2, Indexed: true, HasLinks: true, Cycle: 7, SeenCycle: 7,
-		FetchedAt: time.Unix(1e9, 0), CheckedAt: time.Unix(1e9, 5), ETag: `"e"`, Hash: "h", DocID: "d", Pending: "index"}
+		FetchedAt: time.Unix(1e9, 0), CheckedAt: time.Unix(1e9, 5), ETag: `"e"`, Hash: "h", DocID: "d", Pending: "index", content: "c"}
 	f.Add(appendRecord(nil, &full))
 	f.Add(appendRecord(nil, &Record{Item: Item{URL: "http://b/"}}))
 	f.Add([]byte{recVersion, 0, 0, 0})
@@ -34,6 +34,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		n := len(r.URL) + len(r.content) + len(r.Source) + len(r.Via) + len(r.Reason) + len(r.ETag) + len(r.LastModified) + len(r.Hash) + len(r.DocID) + len(r.Target) + len(r.Pending)
 		if n > len(b) {
 			t.Fatalf("strings of %d bytes from a value of %d", n, len(b))
+		}
+		if c, err := recordContent(b); err != nil || c != r.content {
+			t.Fatalf("recordContent = %q, %v; the record decodes with %q", c, err, r.content)
 		}
 	})
 }
