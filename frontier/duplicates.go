@@ -114,7 +114,10 @@ func sameContent(tx *bolt.Tx, source, content, self string) (out []Member, claim
 		if url == self {
 			claim, found = int(m), true
 		} else {
-			rv := getRecord(tx, url)
+			rv, err := getRecord(tx, url)
+			if err != nil {
+				return nil, 0, false, err
+			}
 			if rv == nil {
 				continue
 			}
@@ -158,9 +161,9 @@ func (f *Frontier) ContentOf(url string) (string, int, error) {
 
 // groupedRecord is url's record when url is in a group of duplicates.
 func groupedRecord(tx *bolt.Tx, url string) (rec Record, ok bool, err error) {
-	rv := getRecord(tx, url)
-	if rv == nil || tx.Bucket(bucketGroups) == nil {
-		return rec, false, nil
+	rv, err := getRecord(tx, url)
+	if err != nil || rv == nil || tx.Bucket(bucketGroups) == nil {
+		return rec, false, err
 	}
 	if err := decodeRecord(rv, &rec, true); err != nil {
 		return rec, false, err
@@ -188,11 +191,10 @@ func (f *Frontier) GroupOf(source, url string) (content string, claim int, membe
 		return "", 0, nil, ErrClosed
 	}
 	err = f.view(func(tx *bolt.Tx) error {
-		rv := getRecord(tx, url)
-		if rv == nil || tx.Bucket(bucketGroups) == nil {
-			return nil
+		rv, err := getRecord(tx, url)
+		if err != nil || rv == nil || tx.Bucket(bucketGroups) == nil {
+			return err
 		}
-		var err error
 		if content, err = recordContent(rv); err != nil || content == "" {
 			return err
 		}

@@ -295,7 +295,10 @@ func BenchmarkGroupReadOfAnUnchangedPage(b *testing.B) {
 // would take seconds.
 func groupDirectly(tx *bolt.Tx, url string, o *Outcome) error {
 	w := newWtx(tx)
-	key, v := w.lookup(url)
+	key, v, err := w.lookup(url)
+	if err != nil {
+		return err
+	}
 	if v == nil {
 		return ErrNotFound
 	}

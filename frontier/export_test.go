@@ -67,9 +67,9 @@ func (f *Frontier) Log(url string, ev Event) error {
 	}
 	return f.write(func(tx *bolt.Tx) error {
 		w := newWtx(tx)
-		key, v := w.lookup(url)
-		if v == nil {
-			return nil
+		key, v, err := w.lookup(url)
+		if err != nil || v == nil {
+			return err
 		}
 		e := ev
 		return f.event(w, key, &e)
@@ -149,7 +149,10 @@ func (f *Frontier) Delete(url string) error {
 	err := f.write(func(tx *bolt.Tx) error {
 		res = nil
 		w := newWtx(tx)
-		key, v := w.lookup(url)
+		key, v, err := w.lookup(url)
+		if err != nil {
+			return err
+		}
 		if v == nil {
 			res = ErrNotFound
 			return nil

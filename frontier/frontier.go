@@ -532,7 +532,10 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 		if q.skip != nil && q.skip[i] && cur == q.cycle {
 			continue
 		}
-		key, v := w.lookup(it.URL)
+		key, v, err := w.lookup(it.URL)
+		if err != nil {
+			return 0, err
+		}
 		if v == nil {
 			if over, err := w.admit(f, it, true); err != nil || over != 0 {
 				if err != nil {
@@ -541,7 +544,6 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 				q.markOver(i)
 				continue
 			}
-			var err error
 			if key, err = w.newKey(it.URL); err != nil {
 				return 0, err
 			}
@@ -674,7 +676,9 @@ func checkRefusal(reason string, items []Item) error {
 func (f *Frontier) exclude(w *wtx, reason, detail string, items []Item) (int, error) {
 	added := 0
 	for i := range items {
-		if _, v := w.lookup(items[i].URL); v != nil {
+		if _, v, err := w.lookup(items[i].URL); err != nil {
+			return 0, err
+		} else if v != nil {
 			continue
 		}
 		if over, err := w.admit(f, &items[i], false); err != nil || over != 0 {
@@ -712,9 +716,9 @@ func (f *Frontier) Get(url string) (Record, bool, error) {
 		found bool
 	)
 	err := f.view(func(tx *bolt.Tx) error {
-		v := getRecord(tx, url)
-		if v == nil {
-			return nil
+		v, err := getRecord(tx, url)
+		if err != nil || v == nil {
+			return err
 		}
 		found = true
 		return decodeRecord(v, &rec, true)
@@ -798,10 +802,10 @@ func (f *Frontier) updateBatch(changes []edit) error {
 func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte, err error) {
 	url := c.URL
 	c.Err, c.Record = nil, Record{}
-	key, v := w.lookup(url)
-	if v == nil {
+	key, v, err := w.lookup(url)
+	if err != nil || v == nil {
 		c.Err = ErrNotFound
-		return key, nil
+		return key, err
 	}
 	var old Record
 	if err := decodeRecord(v, &old, true); err != nil {

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -25,19 +26,18 @@ var (
 
 // lookup finds url's record: its key (cut from the arena, valid until the
 // commit) and its value; nil, nil when the store does not know url.
-func (w *wtx) lookup(url string) (key, v []byte) {
+func (w *wtx) lookup(url string) (key, v []byte, err error) {
 	k := w.x.Get(w.bytes(url))
 	if k == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if len(k) != recordKeyLen {
-		// A damaged entry: as if unknown, so it never names a history key.
-		return nil, nil
+		return nil, nil, fmt.Errorf("%w: index entry %x of %s", errCorrupt, k, url)
 	}
 	n := len(w.arena)
 	w.arena = append(w.arena, k...)
 	key = w.arena[n:len(w.arena):len(w.arena)]
-	return key, w.u.Get(key)
+	return key, w.u.Get(key), nil
 }
 
 // newKey makes the key of url's first record, in its host's range, and
@@ -61,10 +61,13 @@ func (w *wtx) newKey(url string) ([]byte, error) {
 }
 
 // getRecord is url's record in a read transaction, nil when unknown.
-func getRecord(tx *bolt.Tx, url string) []byte {
+func getRecord(tx *bolt.Tx, url string) ([]byte, error) {
 	k := tx.Bucket(bucketIndex).Get([]byte(url))
-	if len(k) != recordKeyLen {
-		return nil
+	if k == nil {
+		return nil, nil
 	}
-	return tx.Bucket(bucketRecords).Get(k)
+	if len(k) != recordKeyLen {
+		return nil, fmt.Errorf("%w: index entry %x of %s", errCorrupt, k, url)
+	}
+	return tx.Bucket(bucketRecords).Get(k), nil
 }
