@@ -1,8 +1,9 @@
 // Package frontier is crawlspace's embedded, crash-safe URL frontier and
 // per-URL state store, with politeness-aware scheduling.
 //
-// Every URL ever queued has one Record, keyed by its normalised URL, in a
-// bbolt file under the state directory. Waiting URLs also have an entry in a
+// Every URL ever queued has one Record in a bbolt file under the state
+// directory, keyed by its host and the order it was found in, and found by
+// its normalised URL through an index (keys.go). Waiting URLs also have an entry in a
 // per-host, per-class queue, so a host's next URL is one cursor seek and
 // memory holds only scheduling state for hosts with work, never a map of
 // URLs. Each state change is a durable transaction; a lease (a URL handed to

@@ -1,7 +1,7 @@
 // Command layout measures what the place of a page's records in the store
 // costs as the store grows (issue 20): records keyed by their URL, as the
-// frontier keeps them, against records keyed by the order their URLs were
-// found, with an index from URL to that key. It writes a first crawl's
+// frontier kept them until store format 3, against records keyed by the
+// order their URLs were found, with an index from URL to that key. It writes a first crawl's
 // pattern straight to bbolt, with the frontier's options and syncs: each
 // page's record is created when the page is found, rewritten when it is
 // completed (with its outlinks beside it in a bucket of their own) and
@@ -36,7 +36,7 @@ import (
 
 func main() {
 	n := flag.Int("n", 1_000_000, "pages")
-	layout := flag.String("layout", "url", "url (records keyed by URL, as today) or found (keyed by the order found, with an index)")
+	layout := flag.String("layout", "url", "url (records keyed by URL, as in store formats 1 and 2) or found (keyed by the order found, with an index, as in format 3)")
 	batch := flag.Int("batch", 128, "completions a commit carries (the read pages that may wait for the disk)")
 	ackLag := flag.Int("ack-lag", 1700, "pages completed between a page's completion and its acknowledgement (a second of the crawl)")
 	at := flag.String("at", "10000,100000,1000000", "sizes to report at")
