@@ -3,12 +3,13 @@
 //
 // Every URL ever queued has one Record in a bbolt file under the state
 // directory, keyed by its host and the order it was found in, and found by
-// its normalised URL through an index (keys.go). Waiting URLs also have an entry in a
-// per-host, per-class queue, so a host's next URL is one cursor seek and
-// memory holds only scheduling state for hosts with work, never a map of
-// URLs. Each state change is a durable transaction; a lease (a URL handed to
-// a worker) is memory only, so a killed crawl finds its leased URLs still
-// Waiting on the next Open, and everything completed stays completed.
+// its normalised URL through an index (keys.go). Waiting URLs also have an
+// entry in a per-host, per-class queue, so a host's next URL is one cursor
+// seek and memory holds only scheduling state for hosts with work, never a
+// map of URLs. Each state change is a durable transaction; a lease (a URL
+// handed to a worker) is memory only, so a killed crawl finds its leased
+// URLs still Waiting on the next Open, and everything completed stays
+// completed.
 //
 // Scheduling: a host (scheme://host:port) gets at most HostPolicy.MaxParallel
 // leases at once and no new lease until HostPolicy.Delay after each
@@ -434,7 +435,8 @@ func (it *Item) validate() error {
 	case len(it.URL) > MaxURLLength:
 		return fmt.Errorf("frontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), MaxURLLength)
 	case strings.IndexByte(it.URL, 0) >= 0:
-		// A zero byte marks the history keys beside the records.
+		// No valid URL holds one, and in stores of format 2 a zero byte
+		// marked the history keys beside the records.
 		return fmt.Errorf("frontier: %q holds a zero byte", it.URL)
 	case it.Class >= numClasses:
 		return fmt.Errorf("frontier: %s: bad class %d", it.URL, it.Class)

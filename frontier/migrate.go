@@ -101,9 +101,9 @@ func (f *Frontier) migrateHistory() error {
 // keys in the order found (in URL order, for what the store held: the
 // order they were found in is not kept), indexes their URLs, points their
 // queue entries and pending writes at the new keys, and takes each one's
-// group from bucketGroupOfV2 into the record. A queue entry
-// no Waiting record holds is left as it was, naming a URL: the scheduler
-// finds no record under it and deletes it as stale.
+// group from bucketGroupOfV2 into the record. A queue entry no Waiting
+// record holds is left as it was, naming a URL: the scheduler finds no
+// record under it and deletes it as stale.
 func (f *Frontier) migrateRecords() error {
 	for {
 		more, err := f.moveRecords(migrateChunk)
