@@ -45,7 +45,7 @@ func regroup(tx *bolt.Tx, rec *Record, o *Outcome) error {
 		return nil
 	}
 	groups := tx.Bucket(bucketGroups)
-	urlKey := binary.BigEndian.AppendUint64(nil, LinkKey(rec.URL))
+	urlKey := urlHash(rec.URL)
 	if old := rec.content; old != "" && groups != nil {
 		// An unchanged page (a 304) stays where it was: the bucket is
 		// keyed by hashes, so rewriting its entry with the same value

@@ -108,7 +108,7 @@ func (f *Frontier) historyOn() bool { return f.histLen > 0 }
 // event appends ev to the history of the record key within w's transaction
 // and trims the oldest beyond the history length.
 func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
-	if f.histLen <= 0 || len(key)+historyKeyLen > bolt.MaxKeySize {
+	if f.histLen <= 0 {
 		return nil
 	}
 	if ev.At.IsZero() {
