@@ -256,13 +256,16 @@ func (f *Frontier) init() error {
 	if err := f.migrate(); err != nil {
 		return err
 	}
-	// Counted once the records are where this version reads them.
-	err = f.check(f.writeTx(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketBudget) == nil {
-			return countRecords(tx)
-		}
+	// Counted once the records are where this version reads them; a
+	// store that has its counts opens without a write of its own.
+	counted := false
+	err = f.view(func(tx *bolt.Tx) error {
+		counted = tx.Bucket(bucketBudget) != nil
 		return nil
-	}))
+	})
+	if err == nil && !counted {
+		err = f.check(f.writeTx(countRecords))
+	}
 	if err != nil {
 		if _, ok := err.(*StoreError); !ok {
 			err = fmt.Errorf("state store %s: counting the records: %w", f.dir, err)
@@ -900,6 +903,7 @@ type wtx struct {
 	// Pending write as stored, before the change edited it.
 	storedPending bool
 	arena         []byte
+	scratch       []byte // for keys of lookups, which bbolt does not keep
 	lastHost      string
 	lastID        uint32
 	// t counts what the op adds to or takes from the budgets; bb is their

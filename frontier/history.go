@@ -28,8 +28,6 @@ import (
 // beside records keyed by URL: migrate moves both on the first Open for
 // writing.
 
-var bucketHistory = []byte("e")
-
 // historyKeyLen is what a history key adds to its record's key: the zero
 // byte and the sequence.
 const historyKeyLen = 5

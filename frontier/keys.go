@@ -27,7 +27,9 @@ var (
 // lookup finds url's record: its key (cut from the arena, valid until the
 // commit) and its value; nil, nil when the store does not know url.
 func (w *wtx) lookup(url string) (key, v []byte, err error) {
-	k := w.x.Get(w.bytes(url))
+	// Get keeps nothing of the key it is given: no arena needed.
+	w.scratch = append(w.scratch[:0], url...)
+	k := w.x.Get(w.scratch)
 	if k == nil {
 		return nil, nil, nil
 	}

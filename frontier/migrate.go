@@ -2,11 +2,10 @@ package frontier
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Moving an older store to format 3, on its first Open for writing. The
@@ -20,6 +19,9 @@ import (
 // format 2 each URL's history after its record (URL, a zero byte, the
 // sequence).
 var bucketURLsV2 = []byte("u")
+
+// bucketHistory held the events of format 1, keyed as in bucketURLsV2.
+var bucketHistory = []byte("e")
 
 // migrateChunk is how many events or records a transaction moves.
 const migrateChunk = 10000
@@ -172,13 +174,10 @@ func (f *Frontier) moveRecords(chunk int) (more bool, _ error) {
 			}
 			if rec.State == Waiting {
 				// Its entry, or a new one where it should be: a
-				// Waiting record is in its queue.
-				id, _, err := w.hostID(urlnorm.Origin(url), true)
-				if err != nil {
-					return err
-				}
+				// Waiting record is in its queue, under the host id
+				// its key begins with.
 				n := len(w.arena)
-				w.arena = putQKey(w.arena, id, level(rec.Class, rec.Shift), rec.qseq)
+				w.arena = putQKey(w.arena, binary.BigEndian.Uint32(key), level(rec.Class, rec.Shift), rec.qseq)
 				if err := w.q.Put(w.arena[n:len(w.arena):len(w.arena)], key); err != nil {
 					return err
 				}

@@ -617,8 +617,8 @@ type Outcome struct {
 	Pending, DocID string
 	// Holds is about the bytes the caller keeps until CompleteAsync's done
 	// is called (the document of a Pending write, on its way to the sink):
-	// past 64 KiB (heavyUnits of unitBytes), they count against what may wait for the disk, so
-	// that large documents wait fewer at a time.
+	// past 64 KiB (heavyUnits of unitBytes), they count against what may
+	// wait for the disk, so that large documents wait fewer at a time.
 	Holds int
 	// Content and Claim regroup the URL among its duplicates (see
 	// Duplicates): Content is the content key of the group a Fetched page
