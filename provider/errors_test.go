@@ -395,6 +395,57 @@ func TestAgedCheckSendsTheValidatorsAndANotModifiedKeepsTheDocument(t *testing.T
 	}
 }
 
+// The aged check is made without colly (fetch's recheckPage), so
+// fetch.timeout reaches it by another way than the first fetch's.
+func TestAnAgedCheckBeyondTheTimeoutIsRecordedAsTimeout(t *testing.T) {
+	t.Parallel()
+	site := newSite(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	const etag = `"v1"`
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}
+	site.html("/", "home", links("/slow-headers.html", "/slow-body.html"))
+	site.handle("/slow-headers.html", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != "" {
+			hang(w, r)
+			return
+		}
+		w.Header().Set("ETag", etag)
+		htmlPage("headers", "")(w, r)
+	})
+	site.handle("/slow-body.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v2"`) // changed: the check's answer is a 200
+		if r.Header.Get("If-None-Match") == "" {
+			htmlPage("body", "")(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><title>slow</title><body>")
+		w.(http.Flusher).Flush()
+		hang(w, r)
+	})
+	cfg, _ := testConfig(t, "fetch: {timeout: 2s, response_header_timeout: 1h}", "max_age: 1ns\nmax_temporary_errors: 1", site.URL+"/")
+
+	c, _ := crawlKeep(t, cfg)
+	report := again(t, c)
+
+	for _, p := range []string{"/slow-headers.html", "/slow-body.html"} {
+		h := site.headers(p)
+		if len(h) != 2 || h[1].Get("If-None-Match") == "" {
+			t.Fatalf("%s: %d requests, the second conditional: %v; want an aged check", p, len(h), len(h) == 2)
+		}
+		wantState(t, c, site.URL+p, frontier.Error, "timeout")
+	}
+	if got := report.Total.Reasons["timeout"]; got != 2 {
+		t.Errorf("the second cycle's report counts %d timeouts, want 2", got)
+	}
+}
+
 func TestNotModifiedToAnUnconditionalRequestIsAPermanentError(t *testing.T) {
 	t.Parallel()
 	site := newSite(t)

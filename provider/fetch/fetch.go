@@ -21,6 +21,7 @@ import (
 	"net/http/cookiejar"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/gocolly/colly/v2"
 
@@ -61,6 +62,11 @@ type Source struct {
 	// redirect policy and cookie jar. maxRead is colly's body limit.
 	recheck *http.Client
 	maxRead int64
+	// timeout is fetch.timeout, a deadline on each page request's context
+	// rather than the clients' Timeout: net/http enforces a client Timeout
+	// over a wrapped transport (decodingTransport) with two goroutines and
+	// a timer a request, a tenth of a re-crawl's CPU for a 304.
+	timeout time.Duration
 	// auth is the source's authentication, nil without an auth block.
 	auth *auth
 	// browser renders the pages the crawl space says to render; sub makes
@@ -127,7 +133,8 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	// colly's default jar, made here so that rechecks share it.
 	jar, _ := cookiejar.New(nil)
 	s.coll.SetCookieJar(jar)
-	s.recheck = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), Jar: jar,
+	s.timeout = cfg.Fetch.Timeout.D()
+	s.recheck = &http.Client{Transport: rt, Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s.maxRead = maxRead(cfg)
 	if opts.Browser != nil {

@@ -42,7 +42,6 @@ type Response struct {
 // the crawl space and robots.txt, keeps its own state and is fetched at
 // most once.
 func newCollector(cfg *config.Config, tr http.RoundTripper) *colly.Collector {
-	f := cfg.Fetch
 	coll := colly.NewCollector(
 		colly.UserAgent(cfg.UserAgent),
 		// The frontier deduplicates; colly's visited set would only grow.
@@ -55,7 +54,9 @@ func newCollector(cfg *config.Config, tr http.RoundTripper) *colly.Collector {
 		colly.MaxBodySize(int(maxRead(cfg))),
 	)
 	coll.WithTransport(tr)
-	coll.SetRequestTimeout(f.Timeout.D())
+	// Source.page sets fetch.timeout on each request's context; zero
+	// here, for colly's default is ten seconds.
+	coll.SetRequestTimeout(0)
 	coll.SetRedirectHandler(func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse })
 	return coll
 }
@@ -187,6 +188,8 @@ func (s *Source) page(ctx context.Context, rawURL string, hdr http.Header) *Resp
 	s.setHeaders(hdr, rawURL)
 	hdr.Set("Accept", s.accept)
 	res := &Response{URL: rawURL}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	var err error
 	if isConditional(hdr) && plainURL(rawURL) {
 		err = s.recheckPage(ctx, res, hdr)
