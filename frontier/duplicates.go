@@ -3,6 +3,7 @@ package frontier
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -185,29 +186,29 @@ func claimIn(groups *bolt.Bucket, source, content string, urlKey []byte) (int, e
 }
 
 // GroupOf is ContentOf and SameContent in one read: see GroupReader. The
-// group's range of keys holds url's claim.
-func (f *Frontier) GroupOf(source, url string) (content string, claim int, members []Member, err error) {
+// group's range of keys holds the URL's claim.
+func (f *Frontier) GroupOf(rec Record) (content string, claim int, members []Member, err error) {
 	if f.shut.Load() {
 		return "", 0, nil, ErrClosed
 	}
+	if rec.content == "" {
+		return "", 0, nil, nil
+	}
 	err = f.view(func(tx *bolt.Tx) error {
-		rv, err := getRecord(tx, url)
-		if err != nil || rv == nil || tx.Bucket(bucketGroups) == nil {
-			return err
-		}
-		if content, err = recordContent(rv); err != nil || content == "" {
-			return err
+		groups := tx.Bucket(bucketGroups)
+		if groups == nil {
+			return fmt.Errorf("%w: %s is in a group and the store has none", errCorrupt, rec.URL)
 		}
 		var found bool
-		if members, claim, found, err = sameContent(tx, source, content, url); err != nil || found {
+		if members, claim, found, err = sameContent(tx, rec.Source, rec.content, rec.URL); err != nil || found {
 			return err
 		}
 		// Past the members read (a group of over maxGroupScan).
-		claim, err = claimIn(tx.Bucket(bucketGroups), source, content, urlHash(url))
+		claim, err = claimIn(groups, rec.Source, rec.content, urlHash(rec.URL))
 		return err
 	})
 	if err != nil {
 		return "", 0, nil, err
 	}
-	return content, claim, members, nil
+	return rec.content, claim, members, nil
 }

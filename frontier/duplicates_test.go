@@ -3,6 +3,7 @@ package frontier
 import (
 	"slices"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -195,7 +196,7 @@ func TestGroupOfIsContentOfAndTheGroupWithTheURLItself(t *testing.T) {
 		{c, "h", 0, []Member{{a, 7}, {b, 0}, {c, 0}}},
 		{d, "", 0, nil},
 	} {
-		content, claim, members, err := f.GroupOf("s", tc.url)
+		content, claim, members, err := groupOf(t, f, tc.url)
 		if err != nil || content != tc.content || claim != tc.claim || !slices.Equal(members, tc.members) {
 			t.Errorf("GroupOf(%s) = %q %d %v %v, want %q %d %v", tc.url, content, claim, members, err, tc.content, tc.claim, tc.members)
 		}
@@ -203,6 +204,28 @@ func TestGroupOfIsContentOfAndTheGroupWithTheURLItself(t *testing.T) {
 			t.Errorf("GroupOf(%s) gives %q %d, ContentOf %q %d", tc.url, content, claim, wc, wclaim)
 		}
 	}
+	// The record a lease gives, as the crawler passes it for a 304.
+	if n, err := f.RequeueDue("", time.Now().Add(time.Hour)); err != nil || n != 3 {
+		t.Fatalf("RequeueDue: %d, %v; want a, b and d", n, err)
+	}
+	want := map[string][]Member{a: {{a, 7}, {b, 0}}, b: {{a, 7}, {b, 0}}, d: nil}
+	for range 3 {
+		l := mustLease(t, f)
+		u := l.Item().URL
+		if _, _, members, err := f.GroupOf(l.Record()); err != nil || !slices.Equal(members, want[u]) {
+			t.Errorf("GroupOf(the lease's record of %s): %v %v, want %v", u, members, err, want[u])
+		}
+	}
+}
+
+// groupOf is GroupOf of url's stored record.
+func groupOf(t testing.TB, f *Frontier, url string) (string, int, []Member, error) {
+	t.Helper()
+	rec, ok, err := f.Get(url)
+	if err != nil || !ok {
+		t.Fatalf("Get(%s): %v %v", url, ok, err)
+	}
+	return f.GroupOf(rec)
 }
 
 // A group larger than what one read lists still gives each URL its own
@@ -238,7 +261,7 @@ func TestGroupOfGivesTheClaimOfAURLPastTheMembersRead(t *testing.T) {
 	}
 	check = append(check, listed[0].URL, listed[maxGroupScan/2].URL, listed[maxGroupScan-1].URL)
 	for _, u := range check {
-		content, claim, members, err := f.GroupOf("s", u)
+		content, claim, members, err := groupOf(t, f, u)
 		if err != nil || content != "h" || claim != claims[u] || len(members) != maxGroupScan {
 			t.Errorf("GroupOf(%s) = %q %d, %d members, %v; want h %d, %d members", u, content, claim, len(members), err, claims[u], maxGroupScan)
 		}
@@ -247,7 +270,8 @@ func TestGroupOfGivesTheClaimOfAURLPastTheMembersRead(t *testing.T) {
 
 // BenchmarkGroupReadOfAnUnchangedPage is what the crawler reads of a 304's
 // group of duplicates in a store of 100,000 pages, each alone in its group:
-// ContentOf before the completion and SameContent after it, or GroupOf.
+// ContentOf before the completion and SameContent after it, or GroupOf of
+// the record the URL's lease gave.
 func BenchmarkGroupReadOfAnUnchangedPage(b *testing.B) {
 	f := openTest(b, "", Options{Policy: policy(8, 0)})
 	items := urlsOf("a.test", 100_000)
@@ -278,12 +302,21 @@ func BenchmarkGroupReadOfAnUnchangedPage(b *testing.B) {
 			}
 		}
 	})
+	// The crawler has the record from the URL's lease.
+	recs := make([]Record, len(items))
+	for i := range recs {
+		var ok bool
+		var err error
+		if recs[i], ok, err = f.Get(items[(i*7919)%len(items)].URL); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
 	b.Run("GroupOf", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			u := items[(i*7919)%len(items)].URL
+			r := recs[i%len(recs)]
 			i++
-			if content, _, m, err := f.GroupOf("s", u); err != nil || content != u || len(m) != 1 {
+			if content, _, m, err := f.GroupOf(r); err != nil || content != r.URL || len(m) != 1 {
 				b.Fatal(content, m, err)
 			}
 		}

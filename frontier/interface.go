@@ -176,10 +176,13 @@ type Duplicates interface {
 // the group as it was, so the group read before is the group after, but
 // for the URL's own record, whose state its outcome sets.
 type GroupReader interface {
-	// GroupOf is ContentOf(url) and SameContent(source, its content) in
-	// one read, url listed whatever its record's state; "" and no members
-	// when url is in no group. source is url's.
-	GroupOf(source, url string) (content string, claim int, members []Member, err error)
+	// GroupOf is ContentOf(rec.URL) and SameContent(rec.Source, its
+	// content) in one read, the URL listed whatever its record's state; ""
+	// and no members when it is in no group. rec is the URL's record as
+	// its lease gave it (Lease.Record), which names the URL's group: only
+	// the URL's own outcomes move it, and they need the lease, so the
+	// group's key is not read again.
+	GroupOf(rec Record) (content string, claim int, members []Member, err error)
 }
 
 // Member is a URL of a group of duplicates with its claim (see Duplicates).

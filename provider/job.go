@@ -364,7 +364,7 @@ func (j *job) finish(e end) {
 			// the group checks that claim still holds.
 			var err error
 			if gr, ok := g.(frontier.GroupReader); ok {
-				o.Content, o.Claim, in.members, err = gr.GroupOf(j.item.Source, j.item.URL)
+				o.Content, o.Claim, in.members, err = gr.GroupOf(j.rec)
 			} else {
 				o.Content, o.Claim, err = g.ContentOf(j.item.URL)
 			}
