@@ -444,6 +444,11 @@ func TestAnAgedCheckBeyondTheTimeoutIsRecordedAsTimeout(t *testing.T) {
 	if got := report.Total.Reasons["timeout"]; got != 2 {
 		t.Errorf("the second cycle's report counts %d timeouts, want 2", got)
 	}
+	for _, e := range report.Examples {
+		if e.Reason == "timeout" && !strings.Contains(e.Detail, "fetch.timeout (2s) exceeded") {
+			t.Errorf("%s: the report's cause %q does not name the limit", e.URL, e.Detail)
+		}
+	}
 }
 
 func TestNotModifiedToAnUnconditionalRequestIsAPermanentError(t *testing.T) {

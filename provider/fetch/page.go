@@ -3,9 +3,11 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/gocolly/colly/v2"
 
@@ -188,7 +190,7 @@ func (s *Source) page(ctx context.Context, rawURL string, hdr http.Header) *Resp
 	s.setHeaders(hdr, rawURL)
 	hdr.Set("Accept", s.accept)
 	res := &Response{URL: rawURL}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, timeoutError(s.timeout))
 	defer cancel()
 	var err error
 	if isConditional(hdr) && plainURL(rawURL) {
@@ -210,6 +212,17 @@ func (s *Source) page(ctx context.Context, rawURL string, hdr http.Header) *Resp
 	}
 	return res
 }
+
+// timeoutError ends a page request at fetch.timeout: net/http gives the
+// cause of the context's end, and a bare "context deadline exceeded" would
+// not tell an administrator which limit it was.
+type timeoutError time.Duration
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("fetch.timeout (%s) exceeded", time.Duration(e))
+}
+func (timeoutError) Timeout() bool { return true }
+func (timeoutError) Unwrap() error { return context.DeadlineExceeded }
 
 // recheckPage makes a conditional GET of a page without colly, as colly
 // would make it: in a re-crawl most pages answer 304, and for them colly's
