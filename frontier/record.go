@@ -302,20 +302,6 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 	return nil
 }
 
-// recordContent is the content key a record of version 2 holds, its other
-// strings left undecoded: a 304's group read needs nothing else.
-func recordContent(b []byte) (string, error) {
-	if len(b) < 4 || b[0] != recVersion {
-		return "", errCorrupt
-	}
-	var r Record
-	tail, lens, err := decodeHead(b, &r, 11)
-	if err != nil {
-		return "", err
-	}
-	return string(tail[uint64(len(tail))-lens[10]:]), nil
-}
-
 // decodeHead decodes r but for its strings, and returns the strings'
 // bytes and lengths, checked against each other.
 func decodeHead(b []byte, r *Record, nstr int) (tail []byte, lens [11]uint64, err error) {

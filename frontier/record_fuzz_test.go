@@ -35,9 +35,6 @@ func FuzzDecodeRecord(f *testing.F) {
 		if n > len(b) {
 			t.Fatalf("strings of %d bytes from a value of %d", n, len(b))
 		}
-		if c, err := recordContent(b); err != nil || c != r.content {
-			t.Fatalf("recordContent = %q, %v; the record decodes with %q", c, err, r.content)
-		}
 	})
 }
 
