@@ -29,12 +29,9 @@ var (
 func (w *wtx) lookup(url string) (key, v []byte, err error) {
 	// Get keeps nothing of the key it is given: no arena needed.
 	w.scratch = append(w.scratch[:0], url...)
-	k := w.x.Get(w.scratch)
-	if k == nil {
-		return nil, nil, nil
-	}
-	if len(k) != recordKeyLen {
-		return nil, nil, fmt.Errorf("%w: index entry %x of %s", errCorrupt, k, url)
+	k, err := indexEntry(w.x.Get(w.scratch), url)
+	if err != nil || k == nil {
+		return nil, nil, err
 	}
 	n := len(w.arena)
 	w.arena = append(w.arena, k...)
@@ -64,12 +61,19 @@ func (w *wtx) newKey(url string) ([]byte, error) {
 
 // getRecord is url's record in a read transaction, nil when unknown.
 func getRecord(tx *bolt.Tx, url string) ([]byte, error) {
-	k := tx.Bucket(bucketIndex).Get([]byte(url))
-	if k == nil {
-		return nil, nil
-	}
-	if len(k) != recordKeyLen {
-		return nil, fmt.Errorf("%w: index entry %x of %s", errCorrupt, k, url)
+	k, err := indexEntry(tx.Bucket(bucketIndex).Get([]byte(url)), url)
+	if err != nil || k == nil {
+		return nil, err
 	}
 	return tx.Bucket(bucketRecords).Get(k), nil
+}
+
+// indexEntry is the record key url's index entry k holds, nil when url is
+// not indexed: an entry of another length is a damaged store, not an
+// unknown URL, which Add would store twice.
+func indexEntry(k []byte, url string) ([]byte, error) {
+	if k != nil && len(k) != recordKeyLen {
+		return nil, fmt.Errorf("%w: index entry %x of %s", errCorrupt, k, url)
+	}
+	return k, nil
 }

@@ -284,27 +284,6 @@ func decodeRecordV1(url string, b []byte, r *Record) error {
 // decodeFields decodes a record of nstr strings: 11 with the URL first and
 // the content key last, 9 without them.
 func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
-	tail, lens, err := decodeHead(b, r, nstr)
-	if err != nil || !strs {
-		return err
-	}
-	all := string(tail)
-	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending, &r.content}
-	p := ptrs[:]
-	if nstr == 9 {
-		p = ptrs[1:10]
-	}
-	off := uint64(0)
-	for i, ptr := range p {
-		*ptr = all[off : off+lens[i]]
-		off += lens[i]
-	}
-	return nil
-}
-
-// decodeHead decodes r but for its strings, and returns the strings'
-// bytes and lengths, checked against each other.
-func decodeHead(b []byte, r *Record, nstr int) (tail []byte, lens [11]uint64, err error) {
 	*r = Record{}
 	r.State, r.Class, r.Kind = State(b[1]), Class(b[2]), b[3]
 	d := decoder{b: b[4:]}
@@ -324,21 +303,36 @@ func decodeHead(b []byte, r *Record, nstr int) (tail []byte, lens [11]uint64, er
 	r.Lastmod = fromUnixNano(d.varint())
 	r.FetchedAt = fromUnixNano(d.varint())
 	r.CheckedAt = fromUnixNano(d.varint())
+	var lens [11]uint64
 	total := uint64(0)
 	for i := range nstr {
 		lens[i] = d.uvarint()
 		// Each length checked alone first: damaged lengths could wrap
 		// their sum around to the bytes left and slice past them.
 		if lens[i] > uint64(len(b)) {
-			return nil, lens, errCorrupt
+			return errCorrupt
 		}
 		total += lens[i]
 	}
 	if d.err != nil {
-		return nil, lens, d.err
+		return d.err
 	}
 	if total != uint64(len(d.b)) || r.State >= numStates || r.Class >= numClasses || r.Shift < MinShift || r.Shift > MaxShift {
-		return nil, lens, errCorrupt
+		return errCorrupt
 	}
-	return d.b, lens, nil
+	if !strs {
+		return nil
+	}
+	all := string(d.b)
+	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending, &r.content}
+	p := ptrs[:]
+	if nstr == 9 {
+		p = ptrs[1:10]
+	}
+	off := uint64(0)
+	for i, ptr := range p {
+		*ptr = all[off : off+lens[i]]
+		off += lens[i]
+	}
+	return nil
 }

@@ -65,8 +65,10 @@ type Source struct {
 	// timeout is fetch.timeout, a deadline on each page request's context
 	// rather than the clients' Timeout: net/http enforces a client Timeout
 	// over a wrapped transport (decodingTransport) with two goroutines and
-	// a timer a request, a tenth of a re-crawl's CPU for a 304.
+	// a timer a request, a tenth of a re-crawl's CPU for a 304. expired is
+	// the deadline's cause, made once rather than for every request.
 	timeout time.Duration
+	expired error
 	// auth is the source's authentication, nil without an auth block.
 	auth *auth
 	// browser renders the pages the crawl space says to render; sub makes
@@ -134,6 +136,7 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	jar, _ := cookiejar.New(nil)
 	s.coll.SetCookieJar(jar)
 	s.timeout = cfg.Fetch.Timeout.D()
+	s.expired = timeoutError(s.timeout)
 	s.recheck = &http.Client{Transport: rt, Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s.maxRead = maxRead(cfg)

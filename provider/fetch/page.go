@@ -190,7 +190,7 @@ func (s *Source) page(ctx context.Context, rawURL string, hdr http.Header) *Resp
 	s.setHeaders(hdr, rawURL)
 	hdr.Set("Accept", s.accept)
 	res := &Response{URL: rawURL}
-	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, timeoutError(s.timeout))
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, s.expired)
 	defer cancel()
 	var err error
 	if isConditional(hdr) && plainURL(rawURL) {
