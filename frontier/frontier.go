@@ -818,7 +818,8 @@ func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte
 		return key, err
 	}
 	rec := old
-	leased := old.State == Waiting && !cl.take(w, &old)
+	// A Fetched or Error URL may be leased for its aged check too.
+	leased := (old.State == Waiting || old.State == Fetched || old.State == Error) && !cl.take(w, &old)
 	if leased {
 		rec.State = InFlight
 	}
@@ -835,7 +836,7 @@ func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte
 			c.Err = ErrLeased
 			return key, nil
 		}
-		rec.State = Waiting
+		rec.State = old.State
 		c.Record = rec
 		return key, w.put(key, &rec, old.Pending != "")
 	}
@@ -1005,6 +1006,32 @@ func (w *wtx) enqueueHad(rec *Record, key []byte, eff *effects, hadPending bool)
 	rec.State, rec.qseq = Waiting, seq
 	eff.add(hk, id, lvl)
 	return w.put(key, rec, hadPending)
+}
+
+const dueEntryLen = recordKeyLen + 8
+
+func (w *wtx) enqueueDue(rec *Record, key []byte, eff *effects, olderThan time.Time) error {
+	hk := urlnorm.Origin(rec.URL)
+	id, _, err := w.hostID(hk, true)
+	if err != nil {
+		return err
+	}
+	seq, err := w.q.NextSequence()
+	if err != nil {
+		return err
+	}
+	lvl := level(Refresh, rec.Shift)
+	n := len(w.arena)
+	w.arena = putQKey(w.arena, id, lvl, seq)
+	k := w.arena[n:len(w.arena):len(w.arena)]
+	n = len(w.arena)
+	w.arena = append(w.arena, key...)
+	w.arena = binary.BigEndian.AppendUint64(w.arena, uint64(olderThan.UnixNano()))
+	if err := w.q.Put(k, w.arena[n:len(w.arena):len(w.arena)]); err != nil {
+		return err
+	}
+	eff.add(hk, id, lvl)
+	return nil
 }
 
 // dequeue removes a Waiting record's queue entry.

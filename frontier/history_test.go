@@ -138,6 +138,11 @@ func TestHistoryRecordsRefusalsRetriesAndSweeps(t *testing.T) {
 	if _, err := f.RequeueDue("", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
+	clk.Advance(time.Minute)
+	mustComplete(t, mustLease(t, f), Outcome{State: Error, Reason: "http_500", Status: 500})
+	if _, err := f.RequeueErrors(""); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.drop(func(Record) (bool, string) { return true, "reject_list" }); err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +151,15 @@ func TestHistoryRecordsRefusalsRetriesAndSweeps(t *testing.T) {
 		t.Errorf("history of the refused URL = %+v", evs)
 	}
 	evs = mustHistory(t, f, u)
-	want := []EventKind{EventQueued, EventRetry, EventError, EventRequeued, EventFetched, EventRequeued, EventDropped}
+	want := []EventKind{EventQueued, EventRetry, EventError, EventRequeued, EventFetched, EventRequeued, EventError,
+		EventRequeued, EventDropped}
 	if !slices.Equal(kinds(evs), want) {
 		t.Fatalf("history kinds = %v, want %v", kinds(evs), want)
 	}
+	// The aged check's requeued event is written with its outcome.
 	if evs[1].Reason != "timeout" || evs[2].Status != 500 || evs[3].Reason != "clear_errors" ||
-		evs[5].Reason != "aged_check" || evs[5].Class != Refresh || evs[6].Reason != "reject_list" {
+		evs[5].Reason != "aged_check" || evs[5].Class != Refresh || !evs[5].At.Equal(evs[6].At) ||
+		evs[7].Reason != "clear_errors" || evs[8].Reason != "reject_list" {
 		t.Errorf("history = %+v", evs)
 	}
 }

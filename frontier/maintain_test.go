@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,9 +145,9 @@ func TestDropExcludesQueuedURLsButLeavesLeasedAndDoneOnes(t *testing.T) {
 	}
 }
 
-func TestRequeueDueQueuesOldAndSitemapChangedURLsAsRefresh(t *testing.T) {
+func TestRequeueDueQueuesOldAndSitemapChangedURLsAsRefreshWithoutRewritingTheirRecords(t *testing.T) {
 	clk := newClock()
-	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0), History: DefaultHistory})
 	mustAdd(t, f, Item{URL: "http://a.test/old", Source: "a"})
 	fetchAll(t, f)
 	clk.Advance(48 * time.Hour)
@@ -162,21 +164,95 @@ func TestRequeueDueQueuesOldAndSitemapChangedURLsAsRefresh(t *testing.T) {
 	clk.Advance(time.Hour)
 	mustAdd(t, f, Item{URL: "http://a.test/changed", Lastmod: clk.Now()}) // sitemap says: changed since
 	clk.Advance(time.Hour)
+	due := []string{"http://a.test/old", "http://a.test/changed"}
+	before := map[string]Record{}
+	for _, u := range due {
+		before[u] = mustGet(t, f, u)
+	}
 	n, err := f.RequeueDue("a", clk.Now().Add(-24*time.Hour))
 	if err != nil || n != 2 {
 		t.Fatalf("RequeueDue = %d, %v; want 2 (old, changed)", n, err)
 	}
-	for _, u := range []string{"http://a.test/old", "http://a.test/changed"} {
-		if r := mustGet(t, f, u); r.State != Waiting || r.Class != Refresh {
-			t.Errorf("%s: %s %s", u, r.State, r.Class)
+	// Queued, the records are as they were, history included: the check's
+	// outcome rewrites them once.
+	for _, u := range due {
+		if r := mustGet(t, f, u); !reflect.DeepEqual(r, before[u]) {
+			t.Errorf("%s after RequeueDue: %+v, was %+v", u, r, before[u])
+		}
+		if evs := mustHistory(t, f, u); evs[len(evs)-1].Kind == EventRequeued {
+			t.Errorf("%s: a requeued event before the check: %+v", u, evs)
 		}
 	}
-	clk.Advance(48 * time.Hour)
-	if n, _ := f.RequeueDue("a", clk.Now().Add(-24*time.Hour)); n != 2 {
-		t.Errorf("second RequeueDue = %d, want the error and the new page", n)
+	var leased []string
+	for {
+		l, _, err := f.TryNext()
+		if err != nil || l == nil {
+			break
+		}
+		if l.Item().Class != Refresh {
+			t.Errorf("%s leased as %s, want refresh", l.Item().URL, l.Item().Class)
+		}
+		leased = append(leased, l.Item().URL)
+		mustComplete(t, l, Outcome{State: Fetched, Status: 304})
 	}
-	if r := mustGet(t, f, "http://b.test/old"); r.State != Fetched {
-		t.Errorf("other source requeued: %s", r.State)
+	if slices.Sort(leased); !slices.Equal(leased, []string{"http://a.test/changed", "http://a.test/old"}) {
+		t.Fatalf("leased %v, want changed and old", leased)
+	}
+	for _, u := range due {
+		r := mustGet(t, f, u)
+		if r.State != Fetched || r.Class != Refresh || r.Cycle != f.Cycle() || !r.CheckedAt.Equal(clk.Now()) {
+			t.Errorf("%s after its check: %s %s cycle %d checked %v", u, r.State, r.Class, r.Cycle, r.CheckedAt)
+		}
+		evs := mustHistory(t, f, u)
+		if k := kinds(evs[len(evs)-2:]); !slices.Equal(k, []EventKind{EventRequeued, EventFetched}) ||
+			evs[len(evs)-2].Reason != "aged_check" || evs[len(evs)-2].Class != Refresh {
+			t.Errorf("%s: history ends %+v, want the aged check's requeued and fetched events", u, evs[len(evs)-2:])
+		}
+	}
+	if r := mustGet(t, f, "http://b.test/old"); r.State != Fetched || r.Class == Refresh {
+		t.Errorf("other source requeued: %s %s", r.State, r.Class)
+	}
+}
+
+func TestARequeueDueInAResumedCycleQueuesNoURLTwiceAndANewCycleQueuesThemAgain(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	f := openTest(t, dir, Options{Now: clk.Now, Policy: policy(10, 0)})
+	if _, err := f.BeginCycle(); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, f, urlsOf("a.test", 3)...)
+	fetchAll(t, f)
+	clk.Advance(48 * time.Hour)
+	if n, err := f.RequeueDue("s", clk.Now().Add(-24*time.Hour)); err != nil || n != 3 {
+		t.Fatalf("RequeueDue = %d, %v; want 3", n, err)
+	}
+	l := mustLease(t, f)
+	checked := l.Item().URL
+	mustComplete(t, l, Outcome{State: Fetched, Status: 304})
+	f.Close()
+
+	// The crawl stopped; the next run resumes the cycle and asks again.
+	f = openTest(t, dir, Options{Now: clk.Now, Policy: policy(10, 0)})
+	clk.Advance(time.Minute)
+	if n, err := f.RequeueDue("s", clk.Now().Add(-24*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("RequeueDue of the resumed cycle = %d, %v; want 0: two are queued, one is checked", n, err)
+	}
+	got := fetchAll(t, f)
+	if len(got) != 2 || slices.Contains(got, checked) || got[0] == got[1] {
+		t.Fatalf("leased %v after the resumed RequeueDue; want the two not checked yet, once each (%s was)", got, checked)
+	}
+
+	// A new cycle queues whatever is due, whatever an earlier one queued.
+	if _, err := f.BeginCycle(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(48 * time.Hour)
+	if n, err := f.RequeueDue("s", clk.Now().Add(-24*time.Hour)); err != nil || n != 3 {
+		t.Fatalf("RequeueDue of the next cycle = %d, %v; want 3", n, err)
+	}
+	if got := fetchAll(t, f); len(got) != 3 {
+		t.Fatalf("leased %v in the next cycle, want the 3 pages", got)
 	}
 }
 
@@ -504,4 +580,65 @@ func TestPendingIndexFollowsSweepsThatClearPending(t *testing.T) {
 		t.Errorf("Pending lists %s with Pending %q", r.URL, r.Pending)
 		return nil
 	})
+}
+
+func TestAnAgedCheckIsNotLeasedWhileAChangeHoldsItsURLAndIsLeasedAfter(t *testing.T) {
+	clk := newClock()
+	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+	const u = "http://a.test/p"
+	mustAdd(t, f, Item{URL: u, Source: "s"})
+	fetchAll(t, f)
+	clk.Advance(time.Hour)
+	if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 1 {
+		t.Fatalf("RequeueDue = %d, %v", n, err)
+	}
+	var during *lease
+	changes := []edit{{URL: u, Fn: func(r *Record) error {
+		// A worker asks for work while the change holds the URL.
+		done := make(chan struct{})
+		go func() { during, _, _ = f.TryNext(); close(done) }()
+		<-done
+		r.Depth = 3
+		return nil
+	}}}
+	if err := f.UpdateBatch(changes); err != nil || changes[0].Err != nil {
+		t.Fatalf("UpdateBatch = %v, %v", err, changes[0].Err)
+	}
+	if during != nil {
+		t.Fatalf("%s leased while a change held it", during.Item().URL)
+	}
+	l := mustLease(t, f)
+	if l.Item().URL != u || !l.due || l.Item().Depth != 3 {
+		t.Fatalf("leased %s (due %v, depth %d), want the aged check of %s as changed", l.Item().URL, l.due, l.Item().Depth, u)
+	}
+	mustComplete(t, l, Outcome{State: Fetched, Status: 304})
+}
+
+func TestAChangeToAURLLeasedForItsAgedCheckLeavesItsStateToTheOutcome(t *testing.T) {
+	clk := newClock()
+	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+	const u = "http://a.test/p"
+	mustAdd(t, f, Item{URL: u, Source: "s"})
+	mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
+	clk.Advance(time.Hour)
+	if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 1 {
+		t.Fatalf("RequeueDue = %d, %v", n, err)
+	}
+	l := mustLease(t, f)
+	if err := f.Update(u, func(r *Record) error { r.State, r.Reason = Excluded, "x"; return nil }); !errors.Is(err, ErrLeased) {
+		t.Errorf("state change of a URL leased for its aged check: %v, want ErrLeased", err)
+	}
+	if err := f.Refetch([]string{u}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustGet(t, f, u); r.State != InFlight || r.Hash != "" {
+		t.Errorf("after Refetch: %s, hash %q; want in flight (the lease's to change) and the hash forgotten", r.State, r.Hash)
+	}
+	mustComplete(t, l, Outcome{State: Fetched, Status: 304, Hash: "h0"})
+	if r := mustGet(t, f, u); r.State != Fetched || r.Hash != "h0" {
+		t.Errorf("after the check: %s, hash %q", r.State, r.Hash)
+	}
+	if got := fetchAll(t, f); len(got) != 0 {
+		t.Errorf("leased %v after the check, want nothing", got)
+	}
 }

@@ -77,14 +77,17 @@ func (f *Frontier) reapply(decide func(Record) Verdict) (dropped, requeued int, 
 			requeued++
 			return true, requeue(w, key, r, r.Class, eff, "config_changed")
 		case r.State == Fetched && v.Allowed && v.Refetch:
+			if !cl.take(w, r) {
+				return false, nil // leased for its aged check: its worker decides it
+			}
 			r.Hash, r.ETag, r.LastModified = "", "", ""
 			requeued++
 			return true, requeue(w, key, r, Refresh, eff, "config_changed")
 		case r.State != Excluded && !v.Allowed:
+			if !cl.take(w, r) {
+				return false, nil // leased meanwhile: its worker decides it
+			}
 			if r.State == Waiting {
-				if !cl.take(w, r) {
-					return false, nil // leased meanwhile: its worker decides it
-				}
 				if err := w.dequeue(r); err != nil {
 					return false, err
 				}

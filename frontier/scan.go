@@ -2,6 +2,8 @@ package frontier
 
 import (
 	"bytes"
+	"encoding/binary"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -317,8 +319,8 @@ func requeue(w *wtx, key []byte, r *Record, c Class, eff *effects, why string) e
 // in its own class: FDSE's "Clear Error Cache". Error counts are kept, so
 // an error that repeats is known to repeat.
 func (f *Frontier) RequeueErrors(source string) (int, error) {
-	return f.sweep(1<<Error, func(w *wtx, key []byte, r *Record, _ *claims, eff *effects) (bool, error) {
-		if source != "" && r.Source != source {
+	return f.sweep(1<<Error, func(w *wtx, key []byte, r *Record, cl *claims, eff *effects) (bool, error) {
+		if source != "" && r.Source != source || !cl.take(w, r) {
 			return false, nil
 		}
 		return true, requeue(w, key, r, r.Class, eff, "clear_errors")
@@ -327,17 +329,80 @@ func (f *Frontier) RequeueErrors(source string) (int, error) {
 
 // RequeueDue queues for an aged check, as Refresh, every URL of source (""
 // for all) that is Fetched or in Error and was last checked before
-// olderThan, or whose sitemap lastmod is newer than its last fetch.
+// olderThan, or whose sitemap lastmod is newer than its last fetch. It
+// writes a queue entry per URL and leaves the record as it is: the entry
+// names the record and olderThan, and is leased while its record is still
+// due by that cut (see pop). The record is rewritten once, by the check's
+// outcome, and the requeued event is written with it. Called again in the
+// same cycle (a resumed one), it passes over the URLs the last call queued,
+// those checked before its cut; the returned count is of the entries
+// written.
 func (f *Frontier) RequeueDue(source string, olderThan time.Time) (int, error) {
-	return f.sweep(1<<Fetched|1<<Error, func(w *wtx, key []byte, r *Record, _ *claims, eff *effects) (bool, error) {
+	var prev time.Time
+	cycle := f.cycle.Load()
+	if err := f.view(func(tx *bolt.Tx) error {
+		prev = readDueCut(tx, source, cycle)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n, err := f.sweep(1<<Fetched|1<<Error, func(w *wtx, key []byte, r *Record, _ *claims, eff *effects) (bool, error) {
 		if source != "" && r.Source != source {
 			return false, nil
 		}
-		if !AgedCheckDue(r, olderThan) {
+		if !AgedCheckDue(r, olderThan) || r.CheckedAt.Before(prev) {
 			return false, nil
 		}
-		return true, requeue(w, key, r, Refresh, eff, "aged_check")
+		return true, w.enqueueDue(r, key, eff, olderThan)
 	})
+	if err != nil {
+		return n, err
+	}
+	return n, f.write(func(tx *bolt.Tx) error {
+		return writeDueCut(tx, source, cycle, olderThan)
+	})
+}
+
+// The cut of the last RequeueDue of each source ("" for all), with its
+// cycle: keyDue | source → cycle (8 bytes) | cut (8, Unix nanoseconds).
+var keyDue = []byte("due:")
+
+// readDueCut gives the cut of source's last RequeueDue in cycle: the URLs
+// checked before it have a queue entry already. Zero when the last one was
+// in another cycle (its entries may be gone; queued again, a URL only has
+// a second entry, which the first check leaves stale).
+func readDueCut(tx *bolt.Tx, source string, cycle uint64) time.Time {
+	v := tx.Bucket(bucketMeta).Get(append(slices.Clip(keyDue), source...))
+	if len(v) != 16 || binary.BigEndian.Uint64(v) != cycle {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(v[8:])))
+}
+
+func writeDueCut(tx *bolt.Tx, source string, cycle uint64, cut time.Time) error {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), cycle)
+	v = binary.BigEndian.AppendUint64(v, uint64(cut.UnixNano()))
+	return tx.Bucket(bucketMeta).Put(append(slices.Clip(keyDue), source...), v)
+}
+
+// AgedChecksQueued gives, for each source ("" for all) whose URLs the last
+// RequeueDue of the current cycle queued for an aged check, its cut: those
+// of its URLs that AgedCheckDue still selects by that cut wait for their
+// check, while their records read Fetched or Error until it is made.
+func (f *Frontier) AgedChecksQueued() (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	cycle := f.cycle.Load()
+	err := f.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketMeta).Cursor()
+		for k, _ := c.Seek(keyDue); k != nil && bytes.HasPrefix(k, keyDue); k, _ = c.Next() {
+			source := string(k[len(keyDue):])
+			if cut := readDueCut(tx, source, cycle); !cut.IsZero() {
+				out[source] = cut
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Drop marks Excluded, with its verdict's reason, every Waiting URL whose

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -270,10 +271,16 @@ type lease struct {
 	level uint8
 	seq   uint64
 	done  bool
+	// due: the entry is an aged check's (RequeueDue), whose record is not
+	// Waiting; the outcome queues it as Refresh in this cycle too.
+	due bool
 
 	// A claim is a placeholder in Frontier.leases for a change in progress.
 	claim bool
 	refs  int
+	// dueLevels are the levels whose aged check of the claimed URL pop
+	// passed over: the claim's end makes them active again.
+	dueLevels uint32
 	// held: the outcome could not be recorded (see holdLocked).
 	held bool
 
@@ -515,10 +522,12 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 			}
 			s.last = seq
 			// An entry left from before format 3 names a URL, and no
-			// record: stale, like one whose record moved on.
+			// record: stale, like one whose record moved on. An aged
+			// check's entry (RequeueDue) adds its cut to the record key.
 			var rv []byte
-			if len(v) == recordKeyLen {
-				rv = u.Get(v)
+			due := len(v) == dueEntryLen
+			if len(v) == recordKeyLen || due {
+				rv = u.Get(v[:recordKeyLen])
 			}
 			if rv == nil {
 				f.garbage = append(f.garbage, append([]byte(nil), k...))
@@ -532,13 +541,24 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 				if ll.seq != seq && again == 0 {
 					again = seq
 				}
+				if ll.claim && due {
+					ll.dueLevels |= 1 << s.level
+				}
 				continue
 			}
-			if rec.State != Waiting || rec.qseq != seq {
+			// An aged check's record stays Fetched or in Error until the
+			// check's outcome: its entry holds while the record is due by
+			// the entry's cut; checked since, queued again or excluded, it
+			// is stale.
+			if due && !AgedCheckDue(&rec, time.Unix(0, int64(binary.BigEndian.Uint64(v[recordKeyLen:])))) ||
+				!due && (rec.State != Waiting || rec.qseq != seq) {
 				f.garbage = append(f.garbage, append([]byte(nil), k...))
 				continue
 			}
-			l := &lease{f: f, h: h, rec: rec, key: bytes.Clone(v), level: s.level, seq: seq}
+			if due {
+				rec.Class = Refresh
+			}
+			l := &lease{f: f, h: h, rec: rec, key: bytes.Clone(v[:recordKeyLen]), level: s.level, seq: seq, due: due}
 			over, err := f.overPages(tx, l)
 			if err != nil {
 				return nil, false, err
@@ -796,6 +816,14 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 		// The queue entry stays: with the record no longer Waiting at that
 		// sequence it is stale, and stale entries are deleted in bulk (see
 		// collectGarbage), not one scattered page per completion.
+		if l.due {
+			// What RequeueDue's sweep wrote before the record was due to
+			// be rewritten once, by this outcome.
+			rec.Class, rec.Reason, rec.Cycle = Refresh, "", w.cycle
+			if err := f.event(w, key, &Event{At: now, Kind: EventRequeued, Class: Refresh, Reason: "aged_check"}); err != nil {
+				return err
+			}
+		}
 		rec.CheckedAt, rec.Status = now, o.Status
 		switch o.State {
 		case Fetched:
@@ -951,8 +979,12 @@ func (f *Frontier) releaseHeld() {
 	f.signal()
 }
 
-// claims hold Waiting URLs an op is changing, so that Next does not lease
-// them meanwhile; releasing rewinds their queues in case they stayed Waiting.
+// claims hold URLs an op is changing, so that Next does not lease them
+// meanwhile: Waiting ones, and Fetched or Error ones, which an aged check
+// queued without a change to their record may be leased as (see
+// RequeueDue). Releasing rewinds the queues of those that were Waiting in
+// case they stayed so, and makes active again the queues of aged checks
+// that Next passed over meanwhile.
 type claims struct {
 	f    *Frontier
 	list []claim
@@ -963,9 +995,11 @@ type claim struct {
 	id           uint32
 	level        uint8
 	seq          uint64
+	waiting      bool
 }
 
-// take claims rec (Waiting on disk); false means a worker holds its lease.
+// take claims rec (Waiting, Fetched or Error on disk); false means a
+// worker holds its lease.
 // It is called from inside the op, so it is idempotent.
 func (c *claims) take(w *wtx, rec *Record) bool {
 	for i := range c.list {
@@ -988,7 +1022,8 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 		f.claimed++
 	}
 	l.refs++
-	c.list = append(c.list, claim{url: rec.URL, hostKey: hk, id: id, level: level(rec.Class, rec.Shift), seq: rec.qseq})
+	c.list = append(c.list, claim{url: rec.URL, hostKey: hk, id: id, level: level(rec.Class, rec.Shift), seq: rec.qseq,
+		waiting: rec.State == Waiting})
 	return true
 }
 
@@ -1001,7 +1036,9 @@ func (c *claims) release() {
 	defer f.mu.Unlock()
 	now := f.now()
 	for _, cl := range c.list {
+		var due uint32
 		if l := f.leases[cl.url]; l != nil && l.claim {
+			due, l.dueLevels = l.dueLevels, 0
 			if l.refs--; l.refs == 0 {
 				delete(f.leases, cl.url)
 				f.claimed--
@@ -1010,13 +1047,23 @@ func (c *claims) release() {
 		if cl.id == 0 {
 			continue // its host's queue has not been announced yet; the Add will
 		}
+		if !cl.waiting && due == 0 {
+			continue
+		}
 		h := f.hosts[cl.hostKey]
 		if h == nil {
 			h = f.newHost(cl.hostKey)
 		}
 		h.id = cl.id
 		h.hasWork = false // the claim may have taken the entry a look found
-		f.rewind(h, cl.level, cl.seq, now)
+		if cl.waiting {
+			f.rewind(h, cl.level, cl.seq, now)
+		}
+		// pop kept its place before the entries it passed over.
+		for ; due != 0; due &= due - 1 {
+			f.activate(h, uint8(trailingZeros(due)))
+		}
+		f.place(h, now)
 	}
 	c.list = c.list[:0]
 	f.signal()

@@ -42,14 +42,25 @@ type SourceState struct {
 	// max_age ago, and Fetched ones whose sitemap lastmod is newer than
 	// their fetch: the URLs the next cycle revisits.
 	AgedCheckDue int
+	// AgedChecksQueued counts the URLs queued for an aged check in the
+	// current cycle and not checked yet, whose records read Fetched or
+	// Error until then (see frontier.RequeueDue).
+	AgedChecksQueued int
 }
 
-// Waiting is the number of URLs queued (leased ones included).
+// Waiting is the number of URLs queued (leased ones and aged checks
+// included).
 func (s *SourceState) Waiting() int {
 	if s == nil {
 		return 0
 	}
-	return s.States[frontier.Waiting] + s.States[frontier.InFlight]
+	return s.States[frontier.Waiting] + s.States[frontier.InFlight] + s.AgedChecksQueued
+}
+
+// agedChecks is a store that queues aged checks without a change to their
+// records (the bbolt one); it gives the cut each source's were queued by.
+type agedChecks interface {
+	AgedChecksQueued() (map[string]time.Time, error)
 }
 
 // StoreView is one source's URLs in the state store as JSON, with the
@@ -199,6 +210,13 @@ func (s *States) count() (*Snapshot, error) {
 		snap.Took = snap.At.Sub(start)
 		return snap, nil
 	}
+	var queued map[string]time.Time
+	if a, ok := s.front.(agedChecks); ok {
+		var err error
+		if queued, err = a.AgedChecksQueued(); err != nil {
+			return nil, err
+		}
+	}
 	err := frontier.ForEach(s.front, frontier.Query{}, func(r frontier.Record) error {
 		st := snap.Sources[r.Source]
 		if st == nil {
@@ -209,6 +227,9 @@ func (s *States) count() (*Snapshot, error) {
 		if cut, ok := cuts[r.Source]; ok && frontier.AgedCheckDue(&r, cut) {
 			st.AgedCheckDue++
 		}
+		if agedCheckQueued(queued, &r) {
+			st.AgedChecksQueued++
+		}
 		return nil
 	})
 	if err != nil {
@@ -217,4 +238,15 @@ func (s *States) count() (*Snapshot, error) {
 	snap.At = s.now()
 	snap.Took = snap.At.Sub(start)
 	return snap, nil
+}
+
+// agedCheckQueued says whether r waits for the aged check queued by the
+// cut of its source, or of all sources.
+func agedCheckQueued(cuts map[string]time.Time, r *frontier.Record) bool {
+	for _, src := range [...]string{r.Source, ""} {
+		if cut, ok := cuts[src]; ok && frontier.AgedCheckDue(r, cut) {
+			return true
+		}
+	}
+	return false
 }

@@ -77,6 +77,27 @@ func TestStatesCountURLsByStateReasonAndAgedChecksDue(t *testing.T) {
 	if news.AgedCheckDue != 0 || news.States[frontier.Fetched] != 1 {
 		t.Errorf("news = %+v (no max_age: never due)", news)
 	}
+
+	// The cycle queues them: their records still read Fetched and Error,
+	// and they count as queued until each is checked.
+	if n, err := f.RequeueDue("docs", now.Add(-time.Hour)); err != nil || n != 2 {
+		t.Fatalf("RequeueDue = %d, %v", n, err)
+	}
+	if snap, err = NewStates(f, cfg).Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if docs := snap.Sources["docs"]; docs.AgedChecksQueued != 2 || docs.Waiting() != 3 || docs.States[frontier.Fetched] != 2 {
+		t.Errorf("docs after RequeueDue: %d aged checks queued, %d waiting, states %v; want 2, 3 (with /queued)",
+			docs.AgedChecksQueued, docs.Waiting(), docs.States)
+	}
+	complete(frontier.Outcome{State: frontier.Fetched, Status: 200}, "https://a.example/queued")
+	complete(frontier.Outcome{State: frontier.Fetched, Status: 304}, "https://a.example/old")
+	if snap, err = NewStates(f, cfg).Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if docs := snap.Sources["docs"]; docs.AgedChecksQueued != 1 || docs.Waiting() != 1 {
+		t.Errorf("docs after one check: %d aged checks queued, %d waiting; want 1 (/gone), 1", docs.AgedChecksQueued, docs.Waiting())
+	}
 }
 
 func TestStatesRecountOnlyWhenStale(t *testing.T) {
