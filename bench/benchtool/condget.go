@@ -55,6 +55,23 @@ func condGet(root string, conc int) (CondGetResult, error) {
 	tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	return checkEach(client, root, conc, func(p validated) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, root+p.url, nil)
+		req.Header.Set("If-None-Match", p.etag)
+		req.Header.Set("If-Modified-Since", p.modified)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	})
+}
+
+// checkEach reads the site's pages and validators, then, timed from the
+// first check to the last answer, makes check of every page, conc at a time.
+func checkEach(client *http.Client, root string, conc int, check func(validated) (int, error)) (CondGetResult, error) {
 	res := CondGetResult{Concurrency: conc}
 	pages, err := readValidators(client, root+"/_bench/validators")
 	if err != nil {
@@ -70,19 +87,13 @@ func condGet(root string, conc int) (CondGetResult, error) {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				p := pages[i]
-				req, _ := http.NewRequest(http.MethodGet, root+p.url, nil)
-				req.Header.Set("If-None-Match", p.etag)
-				req.Header.Set("If-Modified-Since", p.modified)
-				resp, err := client.Do(req)
+				status, err := check(pages[i])
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					continue
 				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
 				atomic.AddInt64(&res.Requests, 1)
-				switch resp.StatusCode {
+				switch status {
 				case http.StatusNotModified:
 					atomic.AddInt64(&res.NotModified, 1)
 				case http.StatusOK:

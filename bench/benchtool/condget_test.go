@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -106,4 +107,44 @@ func watchShell(t *testing.T, script string, args ...string) MemPeak {
 	stdin.Close()
 	_ = cmd.Wait()
 	return <-got
+}
+
+func TestRecheckSendsEveryPageThroughTheFetchLayerWithItsValidatorsAndCountsTheAnswers(t *testing.T) {
+	var bothHeaders, fromCrawler atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_bench/validators" {
+			for _, p := range []string{"/a", "/b", "/c?id=3"} {
+				fmt.Fprintf(w, "%s\t\"v-%s\"\tMon, 01 Jan 2024 00:00:00 GMT\n", p, strings.TrimPrefix(p, "/"))
+			}
+			return
+		}
+		if r.Header.Get("If-Modified-Since") != "" && r.Header.Get("If-None-Match") != "" {
+			bothHeaders.Add(1)
+		}
+		if r.Header.Get("User-Agent") == "bench-agent/1" {
+			fromCrawler.Add(1)
+		}
+		if r.URL.Path != "/b" && r.Header.Get("If-None-Match") == `"v-`+strings.TrimPrefix(r.URL.RequestURI(), "/")+`"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write([]byte("<html>changed</html>"))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "state_dir: %s\noutput: {file: %s}\nuser_agent: bench-agent/1\nallow_private_networks: true\nsources:\n  - name: s\n    start_urls: [%q]\n",
+		filepath.Join(dir, "state"), filepath.Join(dir, "out.ndjson"), srv.URL+"/"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := recheck(cfg, srv.URL, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 3 || res.NotModified != 2 || res.OK != 1 || res.Other != 0 {
+		t.Errorf("result %+v: want 3 requests, 2 answered 304 and 1 (the changed page) 200", res)
+	}
+	if bothHeaders.Load() != 3 || fromCrawler.Load() != 3 {
+		t.Errorf("the site saw %d requests with both validators, %d with the config's user agent: want 3 and 3", bothHeaders.Load(), fromCrawler.Load())
+	}
 }

@@ -4,6 +4,7 @@
 //	benchtool mapping                      the index-creation body crawlspace uses (docfields.Mapping)
 //	benchtool bulk -es URL -index I -file F   Elasticsearch's own _bulk rate for F's documents
 //	benchtool condget -url BASE           the bare conditional-GET client: the re-crawl's physical limit
+//	benchtool recheck -config F -url BASE  the same requests made by crawlspace's fetch layer, no store
 //	benchtool memwatch -sid PID            peak anonymous memory of a session's largest process
 //	benchtool proccpu PID                  CPU seconds a process has used so far
 //	benchtool escpu -es URL                CPU seconds the Elasticsearch node has used so far
@@ -28,6 +29,7 @@ var commands = map[string]func(args []string) error{
 	"mapping":  runMapping,
 	"bulk":     runBulk,
 	"condget":  runCondGet,
+	"recheck":  runRecheck,
 	"memwatch": runMemWatch,
 	"proccpu":  runProcCPU,
 	"escpu":    runESCPU,

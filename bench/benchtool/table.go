@@ -21,6 +21,7 @@ var rows = []struct{ id, label string }{
 	{"crawlspace-es-pinned", "crawlspace → Elasticsearch, pinned (node on one core, crawler and site on the other)"},
 	{"crawlspace-recrawl", "crawlspace re-crawl, unchanged site (validators)"},
 	{"condget", "bare conditional-GET client, same concurrency (the re-crawl's limit)"},
+	{"crawlspace-fetch", "the same requests through crawlspace's fetch layer alone (no store)"},
 	{"es-bulk", "Elasticsearch `_bulk` of the same documents (ceiling)"},
 	{"es-bulk-pinned", "Elasticsearch `_bulk` ceiling, pinned (node on one core, loader on the other)"},
 	{"colly", "colly, plain program"},
@@ -149,7 +150,7 @@ func (s *summary) checkCounts(expected int64) {
 	if n := median(notFound); n > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("site answered %.0f× 404", n))
 	}
-	if s.id == "crawlspace-recrawl" || s.id == "condget" {
+	if s.id == "crawlspace-recrawl" || s.id == "condget" || s.id == "crawlspace-fetch" {
 		s.notes = append(s.notes, fmt.Sprintf("site answered %.0f× 304, %.0f× 200", median(notModified), median(ok)))
 	} else if !strings.HasPrefix(s.id, "es-bulk") {
 		if extra := median(ok) - float64(expected); extra > 0.01*float64(expected) {
@@ -334,6 +335,13 @@ func writeTargets(w io.Writer, sums map[string]*summary) {
 		share := re.rate / cg.rate
 		fmt.Fprintf(w, "- unchanged re-crawl: %.0f%% of the bare conditional-GET client's rate, with its durable updates (target ≥ 60%%) %s\n",
 			100*share, verdict(share >= 0.6))
+	}
+	if fl := sums["crawlspace-fetch"]; okSummary(fl) && okSummary(cg) {
+		fmt.Fprintf(w, "- crawlspace's fetch layer alone: %.0f%% of the bare client's rate", 100*fl.rate/cg.rate)
+		if okSummary(re) {
+			fmt.Fprintf(w, "; the re-crawl, with its store and bookkeeping, %.0f%% of the fetch layer's", 100*re.rate/fl.rate)
+		}
+		fmt.Fprintln(w)
 	}
 	switch {
 	case okSummary(re) && okSummary(cs):
