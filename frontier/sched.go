@@ -817,8 +817,9 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 		// sequence it is stale, and stale entries are deleted in bulk (see
 		// collectGarbage), not one scattered page per completion.
 		if l.due {
-			// What RequeueDue's sweep wrote before the record was due to
-			// be rewritten once, by this outcome.
+			// RequeueDue left the record as it was: what queueing it wrote
+			// before (its class, its cycle, the requeued event) is
+			// written with its outcome.
 			rec.Class, rec.Reason, rec.Cycle = Refresh, "", w.cycle
 			if err := f.event(w, key, &Event{At: now, Kind: EventRequeued, Class: Refresh, Reason: "aged_check"}); err != nil {
 				return err
@@ -1059,11 +1060,13 @@ func (c *claims) release() {
 		if cl.waiting {
 			f.rewind(h, cl.level, cl.seq, now)
 		}
-		// pop kept its place before the entries it passed over.
-		for ; due != 0; due &= due - 1 {
-			f.activate(h, uint8(trailingZeros(due)))
+		if due != 0 {
+			// pop kept its place before the entries it passed over.
+			for ; due != 0; due &= due - 1 {
+				f.activate(h, uint8(trailingZeros(due)))
+			}
+			f.place(h, now)
 		}
-		f.place(h, now)
 	}
 	c.list = c.list[:0]
 	f.signal()
