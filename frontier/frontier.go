@@ -988,50 +988,46 @@ func (w *wtx) enqueue(rec *Record, key []byte, eff *effects) error {
 }
 
 func (w *wtx) enqueueHad(rec *Record, key []byte, eff *effects, hadPending bool) error {
-	hk := urlnorm.Origin(rec.URL)
-	id, _, err := w.hostID(hk, true)
+	seq, err := w.putEntry(rec, level(rec.Class, rec.Shift), key, eff)
 	if err != nil {
-		return err
-	}
-	seq, err := w.q.NextSequence()
-	if err != nil {
-		return err
-	}
-	lvl := level(rec.Class, rec.Shift)
-	n := len(w.arena)
-	w.arena = putQKey(w.arena, id, lvl, seq)
-	if err := w.q.Put(w.arena[n:len(w.arena):len(w.arena)], key); err != nil {
 		return err
 	}
 	rec.State, rec.qseq = Waiting, seq
-	eff.add(hk, id, lvl)
 	return w.put(key, rec, hadPending)
 }
 
+// An aged check's queue entry (RequeueDue) is its record's key and the cut
+// by which the record is due (Unix nanoseconds).
 const dueEntryLen = recordKeyLen + 8
 
+// enqueueDue queues rec, stored under key, for its aged check, due by
+// olderThan, and leaves the record as it is.
 func (w *wtx) enqueueDue(rec *Record, key []byte, eff *effects, olderThan time.Time) error {
+	n := len(w.arena)
+	w.arena = binary.BigEndian.AppendUint64(append(w.arena, key...), uint64(olderThan.UnixNano()))
+	_, err := w.putEntry(rec, level(Refresh, rec.Shift), w.arena[n:len(w.arena):len(w.arena)], eff)
+	return err
+}
+
+// putEntry appends an entry of value v to the tail of rec's host's queue
+// lvl, notes the queue in eff, and returns the entry's sequence.
+func (w *wtx) putEntry(rec *Record, lvl uint8, v []byte, eff *effects) (uint64, error) {
 	hk := urlnorm.Origin(rec.URL)
 	id, _, err := w.hostID(hk, true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	seq, err := w.q.NextSequence()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	lvl := level(Refresh, rec.Shift)
 	n := len(w.arena)
 	w.arena = putQKey(w.arena, id, lvl, seq)
-	k := w.arena[n:len(w.arena):len(w.arena)]
-	n = len(w.arena)
-	w.arena = append(w.arena, key...)
-	w.arena = binary.BigEndian.AppendUint64(w.arena, uint64(olderThan.UnixNano()))
-	if err := w.q.Put(k, w.arena[n:len(w.arena):len(w.arena)]); err != nil {
-		return err
+	if err := w.q.Put(w.arena[n:len(w.arena):len(w.arena)], v); err != nil {
+		return 0, err
 	}
 	eff.add(hk, id, lvl)
-	return nil
+	return seq, nil
 }
 
 // dequeue removes a Waiting record's queue entry.

@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
-	// Three pages; the site has changed /b since its validators were listed.
-	var bothHeaders, requests atomic.Int64
+// validatorSite serves three pages and their validators; it has changed /b
+// since they were listed. seen is called with every page request.
+func validatorSite(t *testing.T, seen func(*http.Request)) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/_bench/validators" {
 			for _, p := range []string{"/a", "/b", "/c?id=3"} {
@@ -25,10 +25,7 @@ func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
 			}
 			return
 		}
-		requests.Add(1)
-		if r.Header.Get("If-Modified-Since") != "" && r.Header.Get("If-None-Match") != "" {
-			bothHeaders.Add(1)
-		}
+		seen(r)
 		want := `"v-` + strings.TrimPrefix(r.URL.RequestURI(), "/") + `"`
 		if r.URL.Path != "/b" && r.Header.Get("If-None-Match") == want {
 			w.WriteHeader(http.StatusNotModified)
@@ -36,7 +33,18 @@ func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("<html>changed</html>"))
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
+	var bothHeaders, requests atomic.Int64
+	srv := validatorSite(t, func(r *http.Request) {
+		requests.Add(1)
+		if r.Header.Get("If-Modified-Since") != "" && r.Header.Get("If-None-Match") != "" {
+			bothHeaders.Add(1)
+		}
+	})
 	res, err := condGet(srv.URL, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -111,26 +119,14 @@ func watchShell(t *testing.T, script string, args ...string) MemPeak {
 
 func TestRecheckSendsEveryPageThroughTheFetchLayerWithItsValidatorsAndCountsTheAnswers(t *testing.T) {
 	var bothHeaders, fromCrawler atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/_bench/validators" {
-			for _, p := range []string{"/a", "/b", "/c?id=3"} {
-				fmt.Fprintf(w, "%s\t\"v-%s\"\tMon, 01 Jan 2024 00:00:00 GMT\n", p, strings.TrimPrefix(p, "/"))
-			}
-			return
-		}
+	srv := validatorSite(t, func(r *http.Request) {
 		if r.Header.Get("If-Modified-Since") != "" && r.Header.Get("If-None-Match") != "" {
 			bothHeaders.Add(1)
 		}
 		if r.Header.Get("User-Agent") == "bench-agent/1" {
 			fromCrawler.Add(1)
 		}
-		if r.URL.Path != "/b" && r.Header.Get("If-None-Match") == `"v-`+strings.TrimPrefix(r.URL.RequestURI(), "/")+`"` {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		_, _ = w.Write([]byte("<html>changed</html>"))
-	}))
-	defer srv.Close()
+	})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "state_dir: %s\noutput: {file: %s}\nuser_agent: bench-agent/1\nallow_private_networks: true\nsources:\n  - name: s\n    start_urls: [%q]\n",
