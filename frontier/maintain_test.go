@@ -635,10 +635,53 @@ func TestAChangeToAURLLeasedForItsAgedCheckLeavesItsStateToTheOutcome(t *testing
 		t.Errorf("after Refetch: %s, hash %q; want in flight (the lease's to change) and the hash forgotten", r.State, r.Hash)
 	}
 	mustComplete(t, l, Outcome{State: Fetched, Status: 304, Hash: "h0"})
-	if r := mustGet(t, f, u); r.State != Fetched || r.Hash != "h0" {
-		t.Errorf("after the check: %s, hash %q", r.State, r.Hash)
+	// The forgotten hash outlives the 304: the URL is fetched once more,
+	// whole (TestAHashForgottenWhileTheURLIsLeasedOutlivesAnOutcomeThatBroughtNothingNew).
+	if r := mustGet(t, f, u); r.State != Waiting || r.Hash != "" {
+		t.Errorf("after the check: %s, hash %q; want it queued again without its hash", r.State, r.Hash)
 	}
-	if got := fetchAll(t, f); len(got) != 0 {
-		t.Errorf("leased %v after the check, want nothing", got)
+	if got := fetchAll(t, f); len(got) != 1 {
+		t.Errorf("leased %v after the check, want %s once", got, u)
+	}
+}
+
+// A group of duplicates asks for a member's document to be written again
+// (Refetch) while another worker holds the member for its check; the
+// check's 304 must not put back the hash that asked for it.
+func TestAHashForgottenWhileTheURLIsLeasedOutlivesAnOutcomeThatBroughtNothingNew(t *testing.T) {
+	for _, aged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("aged check %v", aged), func(t *testing.T) {
+			clk := newClock()
+			f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+			const u = "http://a.test/p"
+			mustAdd(t, f, Item{URL: u, Source: "s"})
+			mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
+			clk.Advance(time.Hour)
+			if aged {
+				if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 1 {
+					t.Fatalf("RequeueDue = %d, %v", n, err)
+				}
+			} else if err := f.Refetch([]string{u}); err != nil {
+				t.Fatal(err)
+			} else if err := f.Update(u, func(r *Record) error { r.Hash = "h0"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			l := mustLease(t, f)
+			if err := f.Refetch([]string{u}); err != nil {
+				t.Fatal(err)
+			}
+			mustComplete(t, l, Outcome{State: Fetched, Status: 304, Hash: "h0"})
+			if r := mustGet(t, f, u); r.Hash != "" || r.State != Waiting {
+				t.Errorf("after the 304: %s, hash %q; want the hash forgotten and the URL queued again", r.State, r.Hash)
+			}
+			again := mustLease(t, f)
+			if again.Item().URL != u || again.Record().Hash != "" {
+				t.Errorf("leased %s with hash %q, want %s without one: fetched whole", again.Item().URL, again.Record().Hash, u)
+			}
+			mustComplete(t, again, Outcome{State: Fetched, Status: 200, Hash: "h0"})
+			if got := fetchAll(t, f); len(got) != 0 {
+				t.Errorf("leased %v after the refetch, want nothing", got)
+			}
+		})
 	}
 }

@@ -826,11 +826,19 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 			}
 		}
 		rec.CheckedAt, rec.Status = now, o.Status
+		// A hash forgotten while the URL was leased (Refetch, a refused
+		// write: its document is to be written again) outlives an outcome
+		// that brought nothing new, which writes no document: the URL is
+		// queued again, to be fetched whole.
+		again := o.State == Fetched && rec.Hash == "" && l.rec.Hash != "" && o.Hash == l.rec.Hash
 		switch o.State {
 		case Fetched:
 			rec.Reason, rec.FetchedAt = "", now
 			rec.ETag, rec.LastModified, rec.Hash = o.ETag, o.LastModified, o.Hash
 			rec.ErrCount, rec.TempErrCount = 0, 0
+			if again {
+				rec.Hash, rec.Class = "", Refresh
+			}
 		case Error:
 			rec.Reason = o.Reason
 			rec.ErrCount++
@@ -873,7 +881,7 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 			return err
 		}
 		var err error
-		if o.State == Waiting {
+		if o.State == Waiting || again {
 			err = w.enqueueHad(&rec, key, eff, hadPending)
 		} else {
 			err = w.put(key, &rec, hadPending)

@@ -73,7 +73,9 @@ func (f *Frontier) Acknowledge(acks []Ack) ([]error, error) {
 }
 
 // Refetch forgets the hashes of urls and queues those not waiting or
-// leased as Refresh, in transactions of up to writeChunk URLs.
+// leased as Refresh, in transactions of up to writeChunk URLs. A leased
+// one is queued again by its outcome unless that brings a new hash (see
+// completion), since a 304 writes no document.
 func (f *Frontier) Refetch(urls []string) error {
 	changes := make([]edit, 0, min(len(urls), writeChunk))
 	for chunk := range slices.Chunk(urls, writeChunk) {
