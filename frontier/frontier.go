@@ -746,6 +746,9 @@ type edit struct {
 	URL    string
 	Events []Event
 	Fn     func(*Record) error
+	// Refetch asks a lease in flight on the URL to queue it again, to be
+	// fetched whole, unless its outcome brings new content (see Refetch).
+	Refetch bool
 	// Set by updateBatch. Err is ErrNotFound, ErrLeased, or the error Fn or
 	// the changed record's check returned: the change was not made.
 	// Otherwise Record is the record as stored.
@@ -835,6 +838,9 @@ func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte
 		if rec.State != InFlight {
 			c.Err = ErrLeased
 			return key, nil
+		}
+		if c.Refetch {
+			f.refetchLeased(url)
 		}
 		rec.State = old.State
 		c.Record = rec

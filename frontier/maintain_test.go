@@ -685,3 +685,51 @@ func TestAHashForgottenWhileTheURLIsLeasedOutlivesAnOutcomeThatBroughtNothingNew
 		})
 	}
 }
+
+// The duplicates' settling asks for a member's document again from the
+// callback of another page's outcome, stored in the same commit as the
+// member's 304 or before it: the member's outcome is stored, its lease not
+// ended yet, and the request must queue it all the same.
+func TestARefetchBetweenAStoredOutcomeAndTheEndOfItsLeaseQueuesTheURL(t *testing.T) {
+	clk := newClock()
+	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+	const a, b = "http://a.test/a", "http://a.test/b"
+	mustAdd(t, f, Item{URL: a, Source: "s"}, Item{URL: b, Source: "s"})
+	for range 2 {
+		mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
+	}
+	clk.Advance(time.Hour)
+	if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 2 {
+		t.Fatalf("RequeueDue = %d, %v", n, err)
+	}
+	la, lb := mustLease(t, f), mustLease(t, f)
+	if la.Item().URL != a || lb.Item().URL != b {
+		t.Fatalf("leased %s and %s, want %s and %s", la.Item().URL, lb.Item().URL, a, b)
+	}
+	stored, refetched, ended := make(chan struct{}), make(chan error, 1), make(chan error, 1)
+	// a's callback runs first, and holds the callbacks until b's 304 is stored.
+	if err := la.CompleteAsync(Outcome{State: Fetched, Status: 200, Hash: "h1"}, func(err error) {
+		<-stored
+		refetched <- f.Refetch([]string{b})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.CompleteAsync(Outcome{State: Fetched, Status: 304, Hash: "h0"}, func(err error) { ended <- err }); err != nil {
+		t.Fatal(err)
+	}
+	for mustGet(t, f, b).Status != 304 {
+		time.Sleep(time.Millisecond)
+	}
+	close(stored)
+	if err := <-refetched; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	l := mustLease(t, f)
+	if l.Item().URL != b || l.Record().Hash != "" {
+		t.Fatalf("leased %s with hash %q, want %s without one: fetched whole", l.Item().URL, l.Record().Hash, b)
+	}
+	mustComplete(t, l, Outcome{State: Fetched, Status: 200, Hash: "h0"})
+}

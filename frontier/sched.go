@@ -283,6 +283,10 @@ type lease struct {
 	dueLevels uint32
 	// held: the outcome could not be recorded (see holdLocked).
 	held bool
+	// refetch: Refetch asked for the URL while the lease was in flight;
+	// written: the outcome's change is in a transaction, which ends the
+	// lease once committed. Both under Frontier.mu.
+	refetch, written bool
 
 	// The request made for the lease, for the history (see Fetched).
 	bytes int64
@@ -826,11 +830,13 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 			}
 		}
 		rec.CheckedAt, rec.Status = now, o.Status
-		// A hash forgotten while the URL was leased (Refetch, a refused
-		// write: its document is to be written again) outlives an outcome
-		// that brought nothing new, which writes no document: the URL is
-		// queued again, to be fetched whole.
-		again := o.State == Fetched && rec.Hash == "" && l.rec.Hash != "" && o.Hash == l.rec.Hash
+		// Refetch asked for the document to be written again while the URL
+		// was leased: an outcome that brought nothing new writes none, so
+		// the URL is queued again, its hash forgotten, to be fetched whole.
+		f.mu.Lock()
+		again := l.refetch && o.State == Fetched && o.Hash == l.rec.Hash
+		l.written = true
+		f.mu.Unlock()
 		switch o.State {
 		case Fetched:
 			rec.Reason, rec.FetchedAt = "", now
@@ -965,6 +971,7 @@ func (l *lease) abandon(o *Outcome) {
 // and changes treat it as leased, until the next cycle (releaseHeld). On
 // disk it is still Waiting, so the next Open queues it as well.
 func (l *lease) holdLocked() {
+	l.written = false
 	l.held = true
 	l.f.held = append(l.f.held, l)
 }
@@ -1022,6 +1029,11 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.leases[rec.URL]
+	if l != nil && l.written {
+		// Its outcome is in the store: the record is the op's to change,
+		// and the lease, until its callback ends it, keeps Next away.
+		return true
+	}
 	if l != nil && !l.claim {
 		return false
 	}
@@ -1034,6 +1046,15 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 	c.list = append(c.list, claim{url: rec.URL, hostKey: hk, id: id, level: level(rec.Class, rec.Shift), seq: rec.qseq,
 		waiting: rec.State == Waiting})
 	return true
+}
+
+// refetchLeased marks url's lease in flight, if any, for Refetch.
+func (f *Frontier) refetchLeased(url string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.leases[url]; l != nil && !l.claim {
+		l.refetch = true
+	}
 }
 
 func (c *claims) release() {

@@ -74,14 +74,15 @@ func (f *Frontier) Acknowledge(acks []Ack) ([]error, error) {
 
 // Refetch forgets the hashes of urls and queues those not waiting or
 // leased as Refresh, in transactions of up to writeChunk URLs. A leased
-// one is queued again by its outcome unless that brings a new hash (see
-// completion), since a 304 writes no document.
+// one is queued again by its outcome unless that brings a new hash, since
+// a 304 writes no document; one whose outcome is stored already, its
+// lease not ended yet, is queued as if it were not leased.
 func (f *Frontier) Refetch(urls []string) error {
 	changes := make([]edit, 0, min(len(urls), writeChunk))
 	for chunk := range slices.Chunk(urls, writeChunk) {
 		changes = changes[:0]
 		for _, u := range chunk {
-			changes = append(changes, edit{URL: u, Fn: func(r *Record) error {
+			changes = append(changes, edit{URL: u, Refetch: true, Fn: func(r *Record) error {
 				r.Hash = ""
 				if r.State != Waiting && r.State != InFlight {
 					r.State, r.Class = Waiting, Refresh
