@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/internal/fakeclock"
 )
 
 func TestNextWaitsForWorkAndReportsTheEndOfTheCycle(t *testing.T) {
@@ -582,16 +584,29 @@ func TestPendingIndexFollowsSweepsThatClearPending(t *testing.T) {
 	})
 }
 
-func TestAnAgedCheckIsNotLeasedWhileAChangeHoldsItsURLAndIsLeasedAfter(t *testing.T) {
+// fetchedAnHourAgo opens a store holding u of source s, fetched an hour
+// ago with hash h0, and its clock.
+func fetchedAnHourAgo(t *testing.T, u string) (*Frontier, *fakeclock.Clock) {
+	t.Helper()
 	clk := newClock()
 	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
-	const u = "http://a.test/p"
 	mustAdd(t, f, Item{URL: u, Source: "s"})
-	fetchAll(t, f)
+	mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
 	clk.Advance(time.Hour)
-	if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 1 {
-		t.Fatalf("RequeueDue = %d, %v", n, err)
+	return f, clk
+}
+
+func mustRequeueDue(t *testing.T, f *Frontier, olderThan time.Time, want int) {
+	t.Helper()
+	if n, err := f.RequeueDue("s", olderThan); err != nil || n != want {
+		t.Fatalf("RequeueDue = %d, %v; want %d", n, err, want)
 	}
+}
+
+func TestAnAgedCheckIsNotLeasedWhileAChangeHoldsItsURLAndIsLeasedAfter(t *testing.T) {
+	const u = "http://a.test/p"
+	f, clk := fetchedAnHourAgo(t, u)
+	mustRequeueDue(t, f, clk.Now(), 1)
 	var during *lease
 	changes := []edit{{URL: u, Fn: func(r *Record) error {
 		// A worker asks for work while the change holds the URL.
@@ -615,15 +630,9 @@ func TestAnAgedCheckIsNotLeasedWhileAChangeHoldsItsURLAndIsLeasedAfter(t *testin
 }
 
 func TestAChangeToAURLLeasedForItsAgedCheckLeavesItsStateToTheOutcome(t *testing.T) {
-	clk := newClock()
-	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
 	const u = "http://a.test/p"
-	mustAdd(t, f, Item{URL: u, Source: "s"})
-	mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
-	clk.Advance(time.Hour)
-	if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 1 {
-		t.Fatalf("RequeueDue = %d, %v", n, err)
-	}
+	f, clk := fetchedAnHourAgo(t, u)
+	mustRequeueDue(t, f, clk.Now(), 1)
 	l := mustLease(t, f)
 	if err := f.Update(u, func(r *Record) error { r.State, r.Reason = Excluded, "x"; return nil }); !errors.Is(err, ErrLeased) {
 		t.Errorf("state change of a URL leased for its aged check: %v, want ErrLeased", err)
@@ -651,16 +660,10 @@ func TestAChangeToAURLLeasedForItsAgedCheckLeavesItsStateToTheOutcome(t *testing
 func TestAHashForgottenWhileTheURLIsLeasedOutlivesAnOutcomeThatBroughtNothingNew(t *testing.T) {
 	for _, aged := range []bool{false, true} {
 		t.Run(fmt.Sprintf("aged check %v", aged), func(t *testing.T) {
-			clk := newClock()
-			f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
 			const u = "http://a.test/p"
-			mustAdd(t, f, Item{URL: u, Source: "s"})
-			mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
-			clk.Advance(time.Hour)
+			f, clk := fetchedAnHourAgo(t, u)
 			if aged {
-				if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 1 {
-					t.Fatalf("RequeueDue = %d, %v", n, err)
-				}
+				mustRequeueDue(t, f, clk.Now(), 1)
 			} else if err := f.Refetch([]string{u}); err != nil {
 				t.Fatal(err)
 			} else if err := f.Update(u, func(r *Record) error { r.Hash = "h0"; return nil }); err != nil {
@@ -699,9 +702,7 @@ func TestARefetchBetweenAStoredOutcomeAndTheEndOfItsLeaseQueuesTheURL(t *testing
 		mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Hash: "h0"})
 	}
 	clk.Advance(time.Hour)
-	if n, err := f.RequeueDue("s", clk.Now()); err != nil || n != 2 {
-		t.Fatalf("RequeueDue = %d, %v", n, err)
-	}
+	mustRequeueDue(t, f, clk.Now(), 2)
 	la, lb := mustLease(t, f), mustLease(t, f)
 	if la.Item().URL != a || lb.Item().URL != b {
 		t.Fatalf("leased %s and %s, want %s and %s", la.Item().URL, lb.Item().URL, a, b)
