@@ -835,7 +835,6 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 		// the URL is queued again, its hash forgotten, to be fetched whole.
 		f.mu.Lock()
 		again := l.refetch && o.State == Fetched && o.Hash == l.rec.Hash
-		l.written = true
 		f.mu.Unlock()
 		switch o.State {
 		case Fetched:
@@ -896,7 +895,13 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 			return err
 		}
 		c.notes = w.t.notes
-		return w.flush()
+		if err := w.flush(); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		l.written = true
+		f.mu.Unlock()
+		return nil
 	}
 	c.counted = !o.NoRequest
 	return c, nil
