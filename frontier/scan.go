@@ -372,7 +372,7 @@ var keyDue = []byte("due:")
 // in another cycle (its entries may be gone; queued again, a URL only has
 // a second entry, which the first check leaves stale).
 func readDueCut(tx *bolt.Tx, source string, cycle uint64) time.Time {
-	v := tx.Bucket(bucketMeta).Get(append(slices.Clip(keyDue), source...))
+	v := tx.Bucket(bucketMeta).Get(dueKey(source))
 	if len(v) != 16 || binary.BigEndian.Uint64(v) != cycle {
 		return time.Time{}
 	}
@@ -382,8 +382,10 @@ func readDueCut(tx *bolt.Tx, source string, cycle uint64) time.Time {
 func writeDueCut(tx *bolt.Tx, source string, cycle uint64, cut time.Time) error {
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), cycle)
 	v = binary.BigEndian.AppendUint64(v, uint64(cut.UnixNano()))
-	return tx.Bucket(bucketMeta).Put(append(slices.Clip(keyDue), source...), v)
+	return tx.Bucket(bucketMeta).Put(dueKey(source), v)
 }
+
+func dueKey(source string) []byte { return append(slices.Clip(keyDue), source...) }
 
 // AgedChecksQueued gives, for each source ("" for all) whose URLs the last
 // RequeueDue of the current cycle queued for an aged check, its cut: those

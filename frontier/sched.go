@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -285,8 +286,9 @@ type lease struct {
 	held bool
 	// refetch: Refetch asked for the URL while the lease was in flight;
 	// written: the outcome's change is in a transaction, which ends the
-	// lease once committed. Both under Frontier.mu.
-	refetch, written bool
+	// lease once committed. Atomic rather than under Frontier.mu, which
+	// the committer would otherwise take twice a page for them.
+	refetch, written atomic.Bool
 
 	// The request made for the lease, for the history (see Fetched).
 	bytes int64
@@ -833,9 +835,7 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 		// Refetch asked for the document to be written again while the URL
 		// was leased: an outcome that brought nothing new writes none, so
 		// the URL is queued again, its hash forgotten, to be fetched whole.
-		f.mu.Lock()
-		again := l.refetch && o.State == Fetched && o.Hash == l.rec.Hash
-		f.mu.Unlock()
+		again := o.State == Fetched && o.Hash == l.rec.Hash && l.refetch.Load()
 		switch o.State {
 		case Fetched:
 			rec.Reason, rec.FetchedAt = "", now
@@ -898,9 +898,7 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 		if err := w.flush(); err != nil {
 			return err
 		}
-		f.mu.Lock()
-		l.written = true
-		f.mu.Unlock()
+		l.written.Store(true)
 		return nil
 	}
 	c.counted = !o.NoRequest
@@ -976,7 +974,7 @@ func (l *lease) abandon(o *Outcome) {
 // and changes treat it as leased, until the next cycle (releaseHeld). On
 // disk it is still Waiting, so the next Open queues it as well.
 func (l *lease) holdLocked() {
-	l.written = false
+	l.written.Store(false)
 	l.held = true
 	l.f.held = append(l.f.held, l)
 }
@@ -1034,7 +1032,7 @@ func (c *claims) take(w *wtx, rec *Record) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.leases[rec.URL]
-	if l != nil && l.written {
+	if l != nil && l.written.Load() {
 		// Its outcome is in the store: the record is the op's to change,
 		// and the lease, until its callback ends it, keeps Next away.
 		return true
@@ -1058,7 +1056,7 @@ func (f *Frontier) refetchLeased(url string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l := f.leases[url]; l != nil && !l.claim {
-		l.refetch = true
+		l.refetch.Store(true)
 	}
 }
 
