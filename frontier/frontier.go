@@ -55,6 +55,7 @@ var (
 
 	keyCycle  = []byte("cycle")
 	keyFormat = []byte("format")
+	keyReach  = []byte("reach") // see ReachGeneration
 )
 
 // formatVersion is the store's layout: 3 keys records by the order found
@@ -917,6 +918,9 @@ type wtx struct {
 	// bucket, opened by the first count.
 	t  tally
 	bb *bolt.Bucket
+	// reachCounted says the op has counted its change in the reach
+	// generation: once is enough.
+	reachCounted bool
 }
 
 // queueFill is the queue bucket's fill percent: its keys are appended at
@@ -945,6 +949,12 @@ func (w *wtx) bytes(s string) []byte {
 
 // put stores rec under key and keeps the pending index in step.
 func (w *wtx) put(key []byte, rec *Record, hadPending bool) error {
+	if v := rec.walkView(); v != rec.stored {
+		if err := w.reachChanged(); err != nil {
+			return err
+		}
+		rec.stored = v
+	}
 	n := len(w.arena)
 	w.arena = appendRecord(w.arena, rec)
 	if err := w.u.Put(key, w.arena[n:len(w.arena):len(w.arena)]); err != nil {

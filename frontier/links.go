@@ -66,13 +66,61 @@ func (w *wtx) putLinks(url string, links []uint64) error {
 	if old := b.Get(key); old != nil && bytes.Equal(old, val) {
 		return nil
 	}
+	if err := w.reachChanged(); err != nil {
+		return err
+	}
 	return b.Put(key, val)
 }
 
 func (w *wtx) dropLinks(url string) error {
 	var key [8]byte
 	binary.BigEndian.PutUint64(key[:], LinkKey(url))
-	return w.tx.Bucket(bucketLinks).Delete(key[:])
+	b := w.tx.Bucket(bucketLinks)
+	if b.Get(key[:]) == nil {
+		return nil
+	}
+	if err := w.reachChanged(); err != nil {
+		return err
+	}
+	return b.Delete(key[:])
+}
+
+// ReachGeneration counts the committed changes that can change what an
+// orphan walk finds: to the stored links, and to what of a record the walk
+// reads (its state, sync marks, orphan mark, whether its links are known,
+// where it redirects), a new record included. Two walks over the same
+// roots at the same generation find the same, provided the first found no
+// URL Waiting (a fetched page queued again reads as fetched): a caller
+// that keeps the generation its last walk started at can skip a walk of an
+// unchanged store. An unchanged page's check (a 304) does not count.
+func (f *Frontier) ReachGeneration() (uint64, error) {
+	if f.shut.Load() {
+		return 0, ErrClosed
+	}
+	var g uint64
+	err := f.view(func(tx *bolt.Tx) error {
+		g = readReach(tx)
+		return nil
+	})
+	return g, err
+}
+
+func readReach(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket(bucketMeta).Get(keyReach); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// reachChanged counts the op's change in the reach generation, once.
+func (w *wtx) reachChanged() error {
+	if w.reachCounted {
+		return nil
+	}
+	w.reachCounted = true
+	n := len(w.arena)
+	w.arena = binary.BigEndian.AppendUint64(w.arena, readReach(w.tx)+1)
+	return w.tx.Bucket(bucketMeta).Put(keyReach, w.arena[n:len(w.arena):len(w.arena)])
 }
 
 // SetLinks stores links as the outlinks of key, which needs no record: a

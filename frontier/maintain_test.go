@@ -734,3 +734,104 @@ func TestARefetchBetweenAStoredOutcomeAndTheEndOfItsLeaseQueuesTheURL(t *testing
 	}
 	mustComplete(t, l, Outcome{State: Fetched, Status: 200, Hash: "h0"})
 }
+
+// The reach generation stands for what the orphan walk reads: it moves
+// with every change the walk could see, and stays put through an unchanged
+// re-crawl, an aged check's 304 and a start URL's fetch again alike, so the
+// walk after such a crawl can be skipped (provider, orphanVerdict).
+func TestReachGenerationCountsWhatTheOrphanWalkReadsAndNoUnchangedCheck(t *testing.T) {
+	const start, page = "http://a.test/", "http://a.test/p"
+	clk := newClock()
+	f := openTest(t, "", Options{Now: clk.Now, Policy: policy(10, 0)})
+	gen := func() uint64 {
+		t.Helper()
+		g, err := f.ReachGeneration()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	step := func(what string, moves bool, do func()) {
+		t.Helper()
+		before := gen()
+		do()
+		if after := gen(); (after != before) != moves {
+			t.Errorf("%s: generation %d -> %d, want moved=%v", what, before, after, moves)
+		}
+	}
+	links := []uint64{LinkKey(page)}
+	fetch := func(o Outcome) { mustComplete(t, mustLease(t, f), o) }
+	// due begins a cycle an hour on and queues every page for its aged check.
+	due := func() {
+		t.Helper()
+		clk.Advance(time.Hour)
+		if _, err := f.BeginCycle(); err != nil {
+			t.Fatal(err)
+		}
+		mustRequeueDue(t, f, clk.Now(), 2)
+	}
+
+	step("a new start URL", true, func() { mustAdd(t, f, Item{URL: start, Source: "s", Class: Start}) })
+	step("its first outcome, with links", true, func() {
+		fetch(Outcome{State: Fetched, Status: 200, Hash: "h0", ETag: `"e"`, ReadLinks: true, Links: links,
+			Pending: PendingIndex, DocID: "d0"})
+	})
+	step("a new page", true, func() { mustAdd(t, f, Item{URL: page, Source: "s"}) })
+	step("its outcome, linking nothing", true, func() {
+		fetch(Outcome{State: Fetched, Status: 200, Hash: "h1", ETag: `"e"`, ReadLinks: true, Pending: PendingIndex, DocID: "d1"})
+	})
+	step("the acknowledgements", true, func() {
+		if errs, err := f.Acknowledge([]Ack{{URL: start, Event: Event{Kind: EventWriteDone}},
+			{URL: page, Event: Event{Kind: EventWriteDone}}}); err != nil || errs[0] != nil || errs[1] != nil {
+			t.Fatalf("Acknowledge = %v, %v", errs, err)
+		}
+	})
+
+	// A cycle of the unchanged re-crawl: the start URL queued again and
+	// checked, the page's aged check, both answered 304.
+	clk.Advance(time.Hour)
+	step("an unchanged cycle", false, func() {
+		if _, err := f.BeginCycle(); err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, f, Item{URL: start, Source: "s", Class: Start})
+		if r := mustGet(t, f, start); r.State != Waiting {
+			t.Fatalf("the start URL is %s, want it queued again", r.State)
+		}
+		fetch(Outcome{State: Fetched, Status: 304, Hash: "h0", ETag: `"e"`})
+		mustRequeueDue(t, f, clk.Now(), 1)
+		fetch(Outcome{State: Fetched, Status: 304, Hash: "h1", ETag: `"e"`})
+	})
+	step("links read again and found the same", false, func() {
+		due()
+		fetch(Outcome{State: Fetched, Status: 200, Hash: "h0", ReadLinks: true, Links: links})
+		fetch(Outcome{State: Fetched, Status: 200, Hash: "h1", ReadLinks: true})
+	})
+	step("the start URL's links changed", true, func() {
+		due()
+		fetch(Outcome{State: Fetched, Status: 200, Hash: "h2", ReadLinks: true, Links: []uint64{LinkKey("http://a.test/q")}})
+		fetch(Outcome{State: Fetched, Status: 304, Hash: "h1"})
+	})
+	step("the start URL's links dropped", true, func() {
+		due()
+		fetch(Outcome{State: Fetched, Status: 200, Hash: "h2", ReadLinks: true})
+		fetch(Outcome{State: Fetched, Status: 304, Hash: "h1"})
+	})
+	step("the page gone", true, func() {
+		due()
+		fetch(Outcome{State: Fetched, Status: 304, Hash: "h2"})
+		fetch(Outcome{State: Error, Status: 404, Reason: "http_404", Pending: PendingDelete})
+	})
+	step("marked an orphan", true, func() {
+		if _, err := f.Orphans([]string{start}, OrphanKeep); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step("a store opened again", false, func() {
+		dir := f.dir
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f = openTest(t, dir, Options{Now: clk.Now, Policy: policy(10, 0)})
+	})
+}

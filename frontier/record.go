@@ -156,6 +156,43 @@ type Record struct {
 	// content is the content key of the group of duplicates the URL is
 	// in, "" when in none (see regroup).
 	content string
+	// stored is what the orphan walk reads of the record as it was
+	// decoded, so that a put can tell whether it changed (see
+	// ReachGeneration); zero for a record never stored or decoded without
+	// its strings.
+	stored walkView
+}
+
+// walkView is what of a record the orphan walk reads (the provider's
+// scanOrphans and unread): a change to it can change the walk's verdict.
+// Of the status it keeps only whether the URL redirects, which is all
+// the walk asks of it, so the 304 that follows a 200 changes nothing.
+// Waiting reads as Fetched: a fetched page queued again and fetched
+// unchanged (a start URL, every cycle) changes nothing either. That is
+// sound for a caller that takes a walk's verdict only when no record is
+// Waiting as it walks: every Waiting record then either is new (counted
+// when stored), or was queued from a state other than Fetched (counted as
+// it was queued), or was Fetched, and reads the same.
+type walkView struct {
+	known                     bool
+	state                     State
+	indexed, hasLinks, orphan bool
+	redirect                  bool
+	source, reason, pending   string
+	target                    string
+}
+
+func (r *Record) walkView() walkView {
+	state := r.State
+	if state == Waiting || state == InFlight {
+		state = Fetched
+	}
+	return walkView{
+		known: true, state: state,
+		indexed: r.Indexed, hasLinks: r.HasLinks, orphan: r.Orphan,
+		redirect: r.Status >= 300 && r.Status < 400 && r.Status != 304,
+		source:   r.Source, reason: r.Reason, pending: r.Pending, target: r.Target,
+	}
 }
 
 // The pending writes of Record.Pending.
@@ -334,5 +371,6 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 		*ptr = all[off : off+lens[i]]
 		off += lens[i]
 	}
+	r.stored = r.walkView()
 	return nil
 }

@@ -388,6 +388,7 @@ const (
 	metaFingerprint = "fingerprint/"  // + source name: the config fingerprint last applied
 	metaRender      = "render/"       // + source name: the render fingerprint last applied
 	metaDiscovered  = "discovered/"   // + source name: when its start URLs were last queued
+	metaOrphansNone = "orphans_none"  // the last orphan walk that found nothing (see orphanVerdict)
 )
 
 // rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new

@@ -1,9 +1,13 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,6 +82,17 @@ type orphanScan struct {
 	found     map[string][]string // source -> orphans: fetched, indexed, not reached
 	linked    []string            // pages marked orphans that are reached again
 	revive    []string            // pages deleted as orphans that are reached again
+	// unreached counts the pages of every configured source that hold a
+	// document and are not reached, decided this cycle or not; unsettled
+	// the URLs still queued, which the reach generation reads as fetched
+	// (see frontier.ReachGeneration).
+	unreached, unsettled int
+}
+
+// none says the walk found nothing to do for any source: a walk over the
+// same roots, links and records would find nothing again.
+func (s *orphanScan) none() bool {
+	return s.undecided == "" && s.unreached == 0 && s.unsettled == 0 && len(s.linked) == 0 && len(s.revive) == 0
 }
 
 // orphans applies the orphan policy of each source discovered in the cycle
@@ -106,9 +121,29 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 	for _, src := range discover {
 		decide[src.cfg.Name] = src
 	}
-	s, err := c.scanOrphans(decide)
+	roots := c.orphanRoots()
+	verdict, err := c.orphanVerdict(roots)
 	if err != nil {
 		return err
+	}
+	if verdict != nil && c.noneFoundBefore(verdict) {
+		// What the walk reads is as it was when the last one found
+		// nothing: this one would find nothing too. At a million pages
+		// the walk is the cycle's last 9 seconds.
+		c.log.Debug("orphans: none, nothing the walk reads changed since the last one found none")
+		for _, src := range discover {
+			c.reportNow().orphans(src.cfg.Name, 0, 0)
+		}
+		return c.front.PutMeta(metaOrphansNone, verdict)
+	}
+	s, err := c.scanOrphans(decide, roots)
+	if err != nil {
+		return err
+	}
+	if verdict != nil && s.none() {
+		if err := c.front.PutMeta(metaOrphansNone, verdict); err != nil {
+			return err
+		}
 	}
 	queued := false
 	if len(s.linked) > 0 {
@@ -182,18 +217,15 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 // scanOrphans walks the stored links from every source's roots, then every
 // record: which pages of the sources in decide are orphans, and which
 // marked pages are linked again.
-func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
+func (c *Crawler) scanOrphans(decide map[string]*source, roots []uint64) (*orphanScan, error) {
 	s := &orphanScan{found: map[string][]string{}}
-	var roots []uint64
 	for _, src := range c.order {
 		for _, u := range src.rules.StartURLs() {
 			if why, err := c.unread(u); err != nil || why != "" {
 				s.undecided = why
 				return s, err
 			}
-			roots = append(roots, frontier.LinkKey(u))
 		}
-		roots = append(roots, frontier.LinkKey(listedKey(src.cfg.Name)))
 	}
 	reached, err := c.front.Reach(roots)
 	if err != nil {
@@ -203,8 +235,14 @@ func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
 	err = frontier.ForEach(c.front, frontier.Query{}, func(r frontier.Record) error {
 		in := reached.Has(r.URL)
 		if !in {
-			if decide[r.Source] != nil && holdsDocument(&r) {
-				s.found[r.Source] = append(s.found[r.Source], r.URL)
+			if r.State == frontier.Waiting || r.State == frontier.InFlight {
+				s.unsettled++
+			}
+			if holdsDocument(&r) && c.sources[r.Source] != nil {
+				s.unreached++
+				if decide[r.Source] != nil {
+					s.found[r.Source] = append(s.found[r.Source], r.URL)
+				}
 			}
 			return nil
 		}
@@ -218,6 +256,9 @@ func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
 		if r.Orphan && r.State == frontier.Fetched {
 			s.linked = append(s.linked, r.URL)
 		}
+		if r.State == frontier.Waiting || r.State == frontier.InFlight {
+			s.unsettled++
+		}
 		if r.Orphan && r.State == frontier.Excluded {
 			s.revive = append(s.revive, r.URL)
 		}
@@ -230,6 +271,62 @@ func (c *Crawler) scanOrphans(decide map[string]*source) (*orphanScan, error) {
 		s.undecided = fmt.Sprintf("the links of %d page(s) reached were never read, such as %s", unknown, strings.TrimSpace(example))
 	}
 	return s, nil
+}
+
+// orphanRoots are the walk's roots: every source's start URLs and the key
+// of the URLs its sitemaps and feeds list.
+func (c *Crawler) orphanRoots() []uint64 {
+	var roots []uint64
+	for _, src := range c.order {
+		for _, u := range src.rules.StartURLs() {
+			roots = append(roots, frontier.LinkKey(u))
+		}
+		roots = append(roots, frontier.LinkKey(listedKey(src.cfg.Name)))
+	}
+	return roots
+}
+
+// An orphan verdict names what a walk read when it started: the cycle, the
+// store's reach generation (frontier.ReachGeneration) and a hash of the
+// roots. Stored (metaOrphansNone) when the walk found nothing, it lets the
+// next cycle skip a walk that would find nothing again.
+//
+// The verdict holds only in the cycle right after the one it names: a
+// binary from before the reach generation changes links and records
+// without counting them, and would begin a cycle of its own in between.
+
+// orphanVerdict is the verdict of a walk that starts now over roots; nil
+// when the store does not count its changes.
+func (c *Crawler) orphanVerdict(roots []uint64) ([]byte, error) {
+	counter, ok := c.front.(interface{ ReachGeneration() (uint64, error) })
+	if !ok {
+		return nil, nil
+	}
+	gen, err := counter.ReachGeneration()
+	if err != nil {
+		return nil, err
+	}
+	h := fnv.New64a()
+	for _, r := range slices.Sorted(slices.Values(roots)) {
+		h.Write(binary.BigEndian.AppendUint64(nil, r))
+	}
+	return fmt.Appendf(nil, "%d %d %x", c.front.Cycle(), gen, h.Sum64()), nil
+}
+
+// noneFoundBefore says the last cycle's walk, or the skip that stood for
+// it, found nothing, with the store and roots as verdict names them now.
+func (c *Crawler) noneFoundBefore(verdict []byte) bool {
+	last, err := c.front.GetMeta(metaOrphansNone)
+	if err != nil || last == nil {
+		return false
+	}
+	var cycle, gen uint64
+	var roots string
+	if _, err := fmt.Sscanf(string(last), "%d %d %s", &cycle, &gen, &roots); err != nil {
+		return false
+	}
+	want := fmt.Appendf(nil, "%d %d %s", cycle+1, gen, roots)
+	return bytes.Equal(want, verdict)
 }
 
 // unread says why a start URL was not read in its last visit, following

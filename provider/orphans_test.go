@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -487,4 +488,61 @@ func TestOrphansFoundWhenEveryPageIsReadWholeAgain(t *testing.T) {
 		t.Errorf("second crawl: %+v, want c and d deleted as orphans", r.Total)
 	}
 	wantIndexed(t, esURL, index, door.URL, "/", "/b", "/e", "/f")
+}
+
+// An unchanged re-crawl (every page 304, the start URL fetched again)
+// changes nothing the orphan walk reads, so after a walk that found nothing
+// it does not walk again; a change the walk reads (a page unlinked) makes
+// the next cycle walk and find the orphans, and so does every cycle while
+// there are orphans to find.
+func TestAnUnchangedCrawlSkipsTheOrphanWalkAndAChangedOneFindsTheOrphans(t *testing.T) {
+	t.Parallel()
+	const skipped = "orphans: none, nothing the walk reads changed since the last one found none"
+	esURL, index := estest.URL(t), estest.Index(t)
+	site, door := orphanSite(t)
+	cfg := crawltest.Config(t, fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0}
+allow_private_networks: true
+sources:
+  - name: site
+    start_urls: [%q]
+    max_age: 1ms
+    orphans: keep
+`, esURL, index, door.URL+"/"))
+	logs := &logBuffer{}
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	skips := func() int {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		return strings.Count(logs.buf.String(), `"msg":"`+skipped+`"`)
+	}
+
+	if r := again(t, c); r.Total.Created != 6 || r.Total.Orphans != 0 || skips() != 0 {
+		t.Fatalf("first crawl: %+v and %d skipped walks; want 6 created, no orphans, a walk", r.Total, skips())
+	}
+	letMaxAgePass()
+	if r := again(t, c); r.Total.Unchanged != 6 || r.Total.Orphans != 0 || skips() != 1 {
+		t.Fatalf("unchanged crawl: %+v and %d skipped walks; want 6 unchanged and the walk skipped", r.Total, skips())
+	}
+	if door.hit("/") != 2 {
+		t.Fatalf("the start URL was requested %d times, want twice", door.hit("/"))
+	}
+	letMaxAgePass()
+	if r := again(t, c); r.Total.Orphans != 0 || skips() != 2 {
+		t.Fatalf("second unchanged crawl: %+v and %d skipped walks; want the walk skipped again", r.Total, skips())
+	}
+
+	unlinkCAndD(site)
+	for i := range 2 {
+		letMaxAgePass()
+		if r := again(t, c); r.Total.Orphans != 2 || skips() != 2 {
+			t.Errorf("crawl %d after c and d were unlinked: %d orphans and %d skipped walks; want 2 and the walk made",
+				i+1, r.Total.Orphans, skips())
+		}
+	}
+	for _, p := range []string{"/c", "/d"} {
+		if r := record(t, c, door.URL+p); !r.Orphan {
+			t.Errorf("%s is not marked an orphan", p)
+		}
+	}
 }
