@@ -425,8 +425,11 @@ func (f *Frontier) BeginCycle() (uint64, error) {
 	return n, nil
 }
 
-func readCycle(tx *bolt.Tx) uint64 {
-	if v := tx.Bucket(bucketMeta).Get(keyCycle); len(v) == 8 {
+func readCycle(tx *bolt.Tx) uint64 { return readCounter(tx, keyCycle) }
+
+// readCounter is the meta bucket's counter under key, 0 before the first.
+func readCounter(tx *bolt.Tx, key []byte) uint64 {
+	if v := tx.Bucket(bucketMeta).Get(key); len(v) == 8 {
 		return binary.BigEndian.Uint64(v)
 	}
 	return 0

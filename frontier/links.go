@@ -99,17 +99,10 @@ func (f *Frontier) ReachGeneration() (uint64, error) {
 	}
 	var g uint64
 	err := f.view(func(tx *bolt.Tx) error {
-		g = readReach(tx)
+		g = readCounter(tx, keyReach)
 		return nil
 	})
 	return g, err
-}
-
-func readReach(tx *bolt.Tx) uint64 {
-	if v := tx.Bucket(bucketMeta).Get(keyReach); len(v) == 8 {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
 }
 
 // reachChanged counts the op's change in the reach generation, once.
@@ -119,7 +112,7 @@ func (w *wtx) reachChanged() error {
 	}
 	w.reachCounted = true
 	n := len(w.arena)
-	w.arena = binary.BigEndian.AppendUint64(w.arena, readReach(w.tx)+1)
+	w.arena = binary.BigEndian.AppendUint64(w.arena, readCounter(w.tx, keyReach)+1)
 	return w.tx.Bucket(bucketMeta).Put(keyReach, w.arena[n:len(w.arena):len(w.arena)])
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
@@ -109,7 +110,12 @@ func unlinkCAndD(site *mutableSite) {
 
 func orphanConfig(t *testing.T, esURL, index, start, maxAge, policy, extra string) *provider.Crawler {
 	t.Helper()
-	cfg := crawltest.Config(t, fmt.Sprintf(`
+	return crawltest.New(t, orphanCfg(t, esURL, index, start, maxAge, policy, extra))
+}
+
+func orphanCfg(t *testing.T, esURL, index, start, maxAge, policy, extra string) *config.Config {
+	t.Helper()
+	return crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
 allow_private_networks: true
 sources:
@@ -118,7 +124,6 @@ sources:
     max_age: %s
     orphans: %s
 %s`, esURL, index, start, maxAge, policy, extra))
-	return crawltest.New(t, cfg)
 }
 
 // orphanEvents are the reasons of a URL's orphan events, oldest first.
@@ -500,15 +505,7 @@ func TestAnUnchangedCrawlSkipsTheOrphanWalkAndAChangedOneFindsTheOrphans(t *test
 	const skipped = "orphans: none, nothing the walk reads changed since the last one found none"
 	esURL, index := estest.URL(t), estest.Index(t)
 	site, door := orphanSite(t)
-	cfg := crawltest.Config(t, fmt.Sprintf(`
-elasticsearch: {addresses: [%q], index: %s, replicas: 0}
-allow_private_networks: true
-sources:
-  - name: site
-    start_urls: [%q]
-    max_age: 1ms
-    orphans: keep
-`, esURL, index, door.URL+"/"))
+	cfg := orphanCfg(t, esURL, index, door.URL+"/", "1ms", "keep", "")
 	logs := &logBuffer{}
 	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	skips := func() int {
