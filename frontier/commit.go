@@ -216,8 +216,9 @@ func (f *Frontier) committer() {
 // store re-crawled by each build in turn), 5 ms took 87-93 µs of CPU a
 // page and 2 ms 93-95; later, on a slower machine, five alternations of
 // 15 ms against 5 ms: 9.4-10.2 s of CPU against 9.8-10.5, 9.4-10.0 s
-// against 9.9-10.6 s of wall time, 188-193 MB written against 207-214
-// (each pair in 15 ms's favour). 60 ms was slower again: a commit that
+// against 9.9-10.6 s of wall time, 189-192 MB written against 207-214
+// (each pair in 15 ms's favour). 60 ms was no faster (two runs, 12.2 s
+// each, against 11.9 and 12.2 for 15 ms), likely because a commit that
 // gathers most units leaves the workers waiting on submit while it syncs.
 const (
 	lingerFor   = 15 * time.Millisecond

@@ -129,6 +129,13 @@ type Linker interface {
 	Orphans(urls []string, change OrphanChange) ([]Record, error)
 }
 
+// ReachCounter is a Linker whose store counts the changes an orphan walk
+// can see (see Frontier.ReachGeneration), so that a walk of a store
+// unchanged since one that found nothing can be skipped.
+type ReachCounter interface {
+	ReachGeneration() (uint64, error)
+}
+
 // Meta holds the cycle number and small values such as config
 // fingerprints.
 type Meta interface {

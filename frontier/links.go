@@ -75,14 +75,14 @@ func (w *wtx) putLinks(url string, links []uint64) error {
 func (w *wtx) dropLinks(url string) error {
 	var key [8]byte
 	binary.BigEndian.PutUint64(key[:], LinkKey(url))
-	b := w.tx.Bucket(bucketLinks)
-	if b.Get(key[:]) == nil {
+	c := w.tx.Bucket(bucketLinks).Cursor()
+	if k, _ := c.Seek(key[:]); !bytes.Equal(k, key[:]) {
 		return nil
 	}
 	if err := w.reachChanged(); err != nil {
 		return err
 	}
-	return b.Delete(key[:])
+	return c.Delete()
 }
 
 // ReachGeneration counts the committed changes that can change what an

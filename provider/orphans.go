@@ -122,11 +122,15 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 		decide[src.cfg.Name] = src
 	}
 	roots := c.orphanRoots()
-	verdict, err := c.orphanVerdict(roots)
+	verdict, before, err := c.orphanVerdicts(roots)
 	if err != nil {
 		return err
 	}
-	if verdict != nil && c.noneFoundBefore(verdict) {
+	last, err := c.front.GetMeta(metaOrphansNone)
+	if err != nil {
+		return err
+	}
+	if before != nil && bytes.Equal(last, before) {
 		// What the walk reads is as it was when the last one found
 		// nothing: this one would find nothing too. At a million pages
 		// the walk is the cycle's last 9 seconds.
@@ -233,11 +237,11 @@ func (c *Crawler) scanOrphans(decide map[string]*source, roots []uint64) (*orpha
 	}
 	unknown, example := 0, ""
 	err = frontier.ForEach(c.front, frontier.Query{}, func(r frontier.Record) error {
+		if r.State == frontier.Waiting || r.State == frontier.InFlight {
+			s.unsettled++
+		}
 		in := reached.Has(r.URL)
 		if !in {
-			if r.State == frontier.Waiting || r.State == frontier.InFlight {
-				s.unsettled++
-			}
 			if holdsDocument(&r) && c.sources[r.Source] != nil {
 				s.unreached++
 				if decide[r.Source] != nil {
@@ -255,9 +259,6 @@ func (c *Crawler) scanOrphans(decide map[string]*source, roots []uint64) (*orpha
 		}
 		if r.Orphan && r.State == frontier.Fetched {
 			s.linked = append(s.linked, r.URL)
-		}
-		if r.State == frontier.Waiting || r.State == frontier.InFlight {
-			s.unsettled++
 		}
 		if r.Orphan && r.State == frontier.Excluded {
 			s.revive = append(s.revive, r.URL)
@@ -295,38 +296,30 @@ func (c *Crawler) orphanRoots() []uint64 {
 // binary from before the reach generation changes links and records
 // without counting them, and would begin a cycle of its own in between.
 
-// orphanVerdict is the verdict of a walk that starts now over roots; nil
-// when the store does not count its changes.
-func (c *Crawler) orphanVerdict(roots []uint64) ([]byte, error) {
-	counter, ok := c.front.(interface{ ReachGeneration() (uint64, error) })
+// orphanVerdicts are the verdict of a walk that starts now over roots and
+// the one a walk in the cycle before would have left if nothing it reads
+// changed since; nil when the store does not count its changes.
+func (c *Crawler) orphanVerdicts(roots []uint64) (now, before []byte, err error) {
+	counter, ok := c.front.(frontier.ReachCounter)
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
 	gen, err := counter.ReachGeneration()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h := fnv.New64a()
+	var b [8]byte
 	for _, r := range slices.Sorted(slices.Values(roots)) {
-		h.Write(binary.BigEndian.AppendUint64(nil, r))
+		binary.BigEndian.PutUint64(b[:], r)
+		h.Write(b[:])
 	}
-	return fmt.Appendf(nil, "%d %d %x", c.front.Cycle(), gen, h.Sum64()), nil
-}
-
-// noneFoundBefore says the last cycle's walk, or the skip that stood for
-// it, found nothing, with the store and roots as verdict names them now.
-func (c *Crawler) noneFoundBefore(verdict []byte) bool {
-	last, err := c.front.GetMeta(metaOrphansNone)
-	if err != nil || last == nil {
-		return false
+	cycle := c.front.Cycle()
+	now = fmt.Appendf(nil, "%d %d %x", cycle, gen, h.Sum64())
+	if cycle > 0 {
+		before = fmt.Appendf(nil, "%d %d %x", cycle-1, gen, h.Sum64())
 	}
-	var cycle, gen uint64
-	var roots string
-	if _, err := fmt.Sscanf(string(last), "%d %d %s", &cycle, &gen, &roots); err != nil {
-		return false
-	}
-	want := fmt.Appendf(nil, "%d %d %s", cycle+1, gen, roots)
-	return bytes.Equal(want, verdict)
+	return now, before, nil
 }
 
 // unread says why a start URL was not read in its last visit, following
