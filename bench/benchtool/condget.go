@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // CondGetResult is the physical limit of an aged check on the benchmark's
@@ -25,6 +28,10 @@ type CondGetResult struct {
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	Rate        float64 `json:"requests_per_second"`
 	Concurrency int     `json:"concurrency"`
+	// WorkMicros is the CPU each check spent after its answer (-work).
+	WorkMicros float64 `json:"work_us_per_check,omitempty"`
+	// SiteCPUSeconds is what the site's process (-site-pid) used meanwhile.
+	SiteCPUSeconds float64 `json:"site_cpu_seconds,omitempty"`
 }
 
 // runCondGet is the bare conditional-GET client beside the re-crawl: it reads
@@ -38,24 +45,45 @@ func runCondGet(args []string) error {
 	fs := flag.NewFlagSet("condget", flag.ContinueOnError)
 	base := fs.String("url", "", "the site's base URL (http://127.0.0.1:PORT)")
 	conc := fs.Int("concurrency", 16, "requests in flight")
+	work := fs.Duration("work", 0, "CPU time each worker spends after each answer, as a crawler's bookkeeping would")
+	sitePID := fs.String("site-pid", "", "the site's process: report the CPU it used during the checks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *base == "" {
-		return errors.New("usage: benchtool condget -url BASE [-concurrency C]")
+		return errors.New("usage: benchtool condget -url BASE [-concurrency C] [-work D] [-site-pid PID]")
 	}
-	res, err := condGet(strings.TrimRight(*base, "/"), max(*conc, 1))
+	var site0 float64
+	if *sitePID != "" {
+		var err error
+		if site0, err = procCPU(*sitePID); err != nil {
+			return err
+		}
+	}
+	res, err := condGet(strings.TrimRight(*base, "/"), max(*conc, 1), *work)
 	if err != nil {
 		return err
+	}
+	if *sitePID != "" {
+		// The list of validators is read before the checks, so this
+		// includes the site's work to list them: small beside the checks.
+		site1, err := procCPU(*sitePID)
+		if err != nil {
+			return err
+		}
+		res.SiteCPUSeconds = site1 - site0
 	}
 	return printJSON(&res)
 }
 
-func condGet(root string, conc int) (CondGetResult, error) {
+// condGet checks every page of the site at root; work > 0 spends that much
+// of the worker's CPU after each answer, which shows what bookkeeping of
+// any kind costs the rate (docs/frontier.md, "The re-crawl's cost").
+func condGet(root string, conc int, work time.Duration) (CondGetResult, error) {
 	tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: time.Minute}
-	return checkEach(client, root, conc, func(p validated) (int, error) {
+	res, err := checkEach(client, root, conc, func(p validated) (int, error) {
 		req, _ := http.NewRequest(http.MethodGet, root+p.url, nil)
 		req.Header.Set("If-None-Match", p.etag)
 		req.Header.Set("If-Modified-Since", p.modified)
@@ -65,9 +93,43 @@ func condGet(root string, conc int) (CondGetResult, error) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		spendCPU(work)
 		return resp.StatusCode, nil
 	})
+	if res.Requests > 0 && work > 0 {
+		res.WorkMicros = float64(work.Microseconds())
+	}
+	return res, err
 }
+
+// spendCPU keeps the calling thread busy until it has used d of CPU time:
+// the thread's own clock, so time the scheduler gives to others (the site)
+// does not count as work done.
+func spendCPU(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	x := uint64(d)
+	for end := threadCPU() + d; threadCPU() < end; {
+		// About a microsecond of arithmetic between two reads of the clock.
+		for range 256 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	spun.Add(x) // so the compiler keeps the arithmetic
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+var spun atomic.Uint64
 
 // checkEach reads the site's pages and validators, then, timed from the
 // first check to the last answer, makes check of every page, conc at a time.

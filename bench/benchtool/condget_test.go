@@ -45,7 +45,7 @@ func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
 			bothHeaders.Add(1)
 		}
 	})
-	res, err := condGet(srv.URL, 2)
+	res, err := condGet(srv.URL, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +60,31 @@ func TestCondGetSendsEveryPageItsValidatorsAndCountsTheAnswers(t *testing.T) {
 	}
 }
 
+func TestCondGetSpendsTheGivenCPUAfterEachAnswer(t *testing.T) {
+	srv := validatorSite(t, func(*http.Request) {})
+	const work = 20 * time.Millisecond
+	res, err := condGet(srv.URL, 1, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three answers, each followed by 20 ms of the worker's own CPU: the
+	// process used at least 60 ms between the first request and the last.
+	if res.Requests != 3 || res.CPUSeconds < 3*work.Seconds() || res.WorkMicros != 20000 {
+		t.Errorf("result %+v: want 3 requests, at least %.2f s of CPU and 20000 µs of work a check", res, 3*work.Seconds())
+	}
+	plain, err := condGet(srv.URL, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.WorkMicros != 0 || plain.CPUSeconds >= res.CPUSeconds {
+		t.Errorf("without work %+v, with %+v: want no work reported and less CPU", plain, res)
+	}
+}
+
 func TestCondGetFailsOnASiteWithoutAListOfValidators(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	if _, err := condGet(srv.URL, 2); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := condGet(srv.URL, 2, 0); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("condGet against a site with no list: %v, want the 404", err)
 	}
 }
