@@ -917,6 +917,9 @@ type wtx struct {
 	scratch       []byte // for keys of lookups, which bbolt does not keep
 	lastHost      string
 	lastID        uint32
+	// eventKey's newest event is eventSeq, written by this op.
+	eventKey []byte
+	eventSeq uint32
 	// t counts what the op adds to or takes from the budgets; bb is their
 	// bucket, opened by the first count.
 	t  tally

@@ -112,22 +112,28 @@ func (f *Frontier) event(w *wtx, key []byte, ev *Event) error {
 	if ev.At.IsZero() {
 		ev.At = f.now()
 	}
-	// The newest entry is the last key below key|0x01.
-	n := len(w.arena)
-	w.arena = append(append(w.arena, key...), 1)
-	c := w.u.Cursor()
-	k, _ := c.Seek(w.arena[n:])
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	w.arena = w.arena[:n]
 	var seq uint32
-	if len(k) == len(key)+5 && k[len(key)] == 0 && bytes.Equal(k[:len(key)], key) {
-		seq = binary.BigEndian.Uint32(k[len(key)+1:])
+	n := len(w.arena)
+	if w.eventSeq > 0 && bytes.Equal(w.eventKey, key) {
+		// The op's own last event: an aged check writes two in a row.
+		seq = w.eventSeq
+	} else {
+		// The newest entry is the last key below key|0x01.
+		w.arena = append(append(w.arena, key...), 1)
+		c := w.u.Cursor()
+		k, _ := c.Seek(w.arena[n:])
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		w.arena = w.arena[:n]
+		if len(k) == len(key)+5 && k[len(key)] == 0 && bytes.Equal(k[:len(key)], key) {
+			seq = binary.BigEndian.Uint32(k[len(key)+1:])
+		}
 	}
 	seq++
+	w.eventKey, w.eventSeq = append(w.eventKey[:0], key...), seq
 	w.arena = binary.BigEndian.AppendUint32(append(append(w.arena, key...), 0), seq)
 	hk := w.arena[n:len(w.arena):len(w.arena)]
 	m := len(w.arena)

@@ -225,9 +225,17 @@ func AgedCheckDue(r *Record, olderThan time.Time) bool {
 // transactions of writeChunk records, and calls change on each; change
 // rewrites the record through w and reports whether it did.
 func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Record, cl *claims, eff *effects) (bool, error)) (int, error) {
+	type cand struct {
+		key []byte
+		rec Record
+	}
 	var (
 		after []byte
 		total int
+		// Kept from chunk to chunk: a Record is large, and a chunk's
+		// worth grown afresh each time was most of what a re-crawl's
+		// RequeueDue allocated.
+		cands []cand
 	)
 	for {
 		var (
@@ -249,11 +257,7 @@ func (f *Frontier) sweep(states uint32, change func(w *wtx, key []byte, r *Recor
 				}
 			}
 			// Collect first: bbolt cursors do not survive writes to their bucket.
-			type cand struct {
-				key []byte
-				rec Record
-			}
-			var cands []cand
+			cands = cands[:0]
 			var hdr Record
 			var prev []byte // valid for the transaction, like every key bbolt returns
 			for i := 0; k != nil; k, v = c.Next() {
