@@ -96,7 +96,7 @@ func condGet(root string, conc int, work time.Duration) (CondGetResult, error) {
 		spendCPU(work)
 		return resp.StatusCode, nil
 	})
-	if res.Requests > 0 && work > 0 {
+	if work > 0 {
 		res.WorkMicros = float64(work) / float64(time.Microsecond)
 	}
 	return res, err
