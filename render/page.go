@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -196,21 +197,18 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 	t := &tab{req: req, mainURL: stripFragment(req.URL)}
 	t.lastBusy.Store(time.Now().UnixNano())
 
-	paused := chromedp.Events(hard, cdpfetch.RequestPaused)
 	loads := chromedp.Events(hard, page.LoadEventFired)
 	crashes := chromedp.Events(hard, inspector.TargetCrashed)
 	exceptions := chromedp.Events(hard, runtime.ExceptionThrown)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer hardCancel()
-	wg.Go(func() {
-		for ev, err := range paused {
-			if err != nil {
-				return
-			}
-			wg.Go(func() { t.serve(hard, ev) })
-		}
+	tc.serveWith(func(ev cdpfetch.EventRequestPaused) {
+		k := t.classify(hard, ev)
+		wg.Go(func() { t.serve(hard, ev, k) })
 	})
+	// Cleared before wg.Wait, so no request is added to wg while it waits.
+	defer tc.serveWith(nil)
 	wg.Go(func() {
 		for ev, err := range exceptions {
 			if err != nil {
@@ -278,6 +276,39 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 type pageTab struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu   sync.Mutex
+	page func(cdpfetch.EventRequestPaused) // nil between pages
+}
+
+// serveWith makes serve the handler of the tab's intercepted requests;
+// nil fails them.
+func (tc *pageTab) serveWith(serve func(cdpfetch.EventRequestPaused)) {
+	tc.mu.Lock()
+	tc.page = serve
+	tc.mu.Unlock()
+}
+
+// dispatch hands each request the tab intercepts to the page being
+// rendered, for the tab's whole life: a request a page's scripts made as
+// its render ended is failed, not left paused in the browser with nobody
+// to answer it.
+func (tc *pageTab) dispatch(paused iter.Seq2[cdpfetch.EventRequestPaused, error], grace time.Duration) {
+	for ev, err := range paused {
+		if err != nil {
+			return
+		}
+		tc.mu.Lock()
+		if tc.page != nil {
+			tc.page(ev)
+			tc.mu.Unlock()
+			continue
+		}
+		tc.mu.Unlock()
+		fctx, cancel := context.WithTimeout(tc.ctx, grace)
+		_, _ = chromedp.Call(fctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonAborted})
+		cancel()
+	}
 }
 
 // takeTab is an idle tab of the browser, or a new one with every request
@@ -318,11 +349,13 @@ func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
 		cancel()
 		return nil, err
 	}
+	tc := &pageTab{ctx: tctx, cancel: cancel}
+	go tc.dispatch(chromedp.Events(tctx, cdpfetch.RequestPaused), in.grace)
 	if _, err := chromedp.Call(open, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
 		cancel()
 		return nil, err
 	}
-	return &pageTab{ctx: tctx, cancel: cancel}, nil
+	return tc, nil
 }
 
 // putTab leaves a tab on a blank page, its page's scripts and requests
@@ -333,7 +366,17 @@ func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	if err := chromedp.Do(blank, chromedp.Navigate("about:blank")); err != nil {
+	// The page itself goes to the blank page: a navigation it starts stays
+	// in its renderer, so its document, scripts and timers end when the
+	// blank page commits. One the tab is sent to from outside may move to
+	// another renderer and leave the page running there for a while, its
+	// timers still firing requests into the tab.
+	navigated := chromedp.Events(blank, page.FrameNavigated)
+	if _, err := chromedp.Call(blank, runtime.Evaluate, runtime.EvaluateParams{Expression: `location.replace("about:blank")`}); err != nil {
+		tc.cancel()
+		return browserErr(ctx, "leaving the page", err)
+	}
+	if err := blankCommitted(navigated); err != nil {
 		tc.cancel()
 		return browserErr(ctx, "leaving the page", err)
 	}
@@ -343,6 +386,19 @@ func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
 		tc.cancel()
 	}
 	return nil
+}
+
+// blankCommitted waits until the tab's main frame shows the blank page.
+func blankCommitted(navigated iter.Seq2[page.EventFrameNavigated, error]) error {
+	for ev, err := range navigated {
+		if err != nil {
+			return err
+		}
+		if ev.Frame.ParentID == "" && ev.Frame.URL == "about:blank" {
+			return nil
+		}
+	}
+	return errors.New("the tab closed before the blank page")
 }
 
 // serializeDOM is the page as a document again: doctype and root element.
@@ -394,28 +450,52 @@ func (t *tab) wait(ctx context.Context, deadline time.Time, loaded, crashed <-ch
 	}
 }
 
+// kind is what a paused request is to the page.
+type kind int
+
+const (
+	subresource kind = iota
+	document         // the page's own, answered with the bytes fetched
+	navigation       // a script taking the tab elsewhere
+	stale            // the previous page's
+)
+
+// classify tells what a paused request is to the page. It is called in
+// the order the browser reported the requests, which the goroutines that
+// serve them do not keep: that order is what tells a stale request.
+func (t *tab) classify(ctx context.Context, ev cdpfetch.EventRequestPaused) kind {
+	mainDoc := ev.ResourceType == network.ResourceTypeDocument && isMainFrame(ctx, ev.FrameID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case mainDoc && !t.served && stripFragment(ev.Request.URL) == t.mainURL:
+		t.served = true
+		return document
+	case !t.served:
+		// Nothing of the page asks before its document: this is the
+		// previous page's, made as the tab left it and reported by the
+		// browser late. It is not made, nor counted.
+		return stale
+	case mainDoc:
+		// The target is a link of the page, like a redirect's Location,
+		// and the DOM stays the page's own.
+		t.res.Navigations = append(t.res.Navigations, ev.Request.URL)
+		return navigation
+	}
+	return subresource
+}
+
 // serve answers one paused request of the page.
-func (t *tab) serve(ctx context.Context, ev cdpfetch.EventRequestPaused) {
+func (t *tab) serve(ctx context.Context, ev cdpfetch.EventRequestPaused, k kind) {
 	r := ev.Request
 	fail := func(reason network.ErrorReason) {
 		_, _ = chromedp.Call(ctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: reason})
 	}
-	if ev.ResourceType == network.ResourceTypeDocument && isMainFrame(ctx, ev.FrameID) {
-		t.mu.Lock()
-		first := !t.served && stripFragment(r.URL) == t.mainURL
-		if first {
-			t.served = true
-		} else {
-			// A script taking the tab elsewhere: the
-			// target is a link of the page, like a redirect's Location, and
-			// the DOM stays the page's own.
-			t.res.Navigations = append(t.res.Navigations, r.URL)
-		}
-		t.mu.Unlock()
-		if !first {
-			fail(network.ErrorReasonAborted)
-			return
-		}
+	switch k {
+	case stale, navigation:
+		fail(network.ErrorReasonAborted)
+		return
+	case document:
 		_, _ = chromedp.Call(ctx, cdpfetch.FulfillRequest, cdpfetch.FulfillRequestParams{
 			RequestID: ev.RequestID, ResponseCode: http.StatusOK,
 			ResponseHeaders: headerEntries(t.req.Header), Body: t.req.Body,

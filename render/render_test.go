@@ -122,6 +122,25 @@ func TestContentLoadedWithFetchAfterLoadIsInTheDOMAndImagesAreNeverRequested(t *
 	}
 }
 
+func TestAWorkersFetchGoesThroughTheCrawlerAndWhatItPostsIsInTheDOM(t *testing.T) {
+	b := newBrowser(t, 1)
+	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/":      html(`<!doctype html><body><p id="p">no data</p><script>const w = new Worker('/w.js'); w.onmessage = e => { document.getElementById('p').textContent = e.data; };</script></body>`),
+		"/w.js":  text("text/javascript", `fetch('/wdata').then(r => r.text()).then(t => postMessage(t));`),
+		"/wdata": text("text/plain", "worker data"),
+	})
+	res, err := b.Render(context.Background(), request(t, s, "/", render.WaitNetworkIdle, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.HTML), "worker data") {
+		t.Errorf("the worker's answer is not in the DOM:\n%s", res.HTML)
+	}
+	if n := s.hits["/wdata"].Load(); n != 1 || res.Requests != 2 {
+		t.Errorf("the worker's fetch reached the site %d times; %d requests through Do (want the script and its fetch)", n, res.Requests)
+	}
+}
+
 func TestAPageThatNeverGoesIdleIsTakenAtItsTimeoutWithWhatItBuilt(t *testing.T) {
 	b := newBrowser(t, 1)
 	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
@@ -346,8 +365,10 @@ func TestABrowserOverItsMemoryBoundIsRestartedBetweenPages(t *testing.T) {
 
 func TestATabKeptBetweenPagesStartsEachPageWithNothingOfThePreviousOne(t *testing.T) {
 	b := newBrowser(t, 1)
+	// A request every 5 ms: some are always on their way as the tab leaves
+	// the page, whose interception the browser may report late.
 	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){
-		"/busy": html(`<!doctype html><body><p>busy page</p><script>setInterval(() => fetch('/poll').catch(() => {}), 50);</script></body>`),
+		"/busy": html(`<!doctype html><body><p>busy page</p><script>setInterval(() => fetch('/poll').catch(() => {}), 5);</script></body>`),
 		"/poll": text("application/json", `{}`),
 		"/calm": html(`<!doctype html><body><p id="p">calm page</p><script>fetch('/data').then(r => r.text()).then(t => { document.getElementById('p').textContent = t; });</script></body>`),
 		"/data": text("text/plain", "calm data"),
