@@ -4,8 +4,9 @@
 // the page from a JSON API after load) and rendered in headless Chromium.
 // For each it prints pages per second and the peak resident memory of the
 // crawler with every process it started (Chromium's included), sampled
-// from /proc (proportional set sizes, so the pages Chromium's processes
-// share count once), and the ratio of the two.
+// from /proc every 250 ms (proportional set sizes, so the pages Chromium's
+// processes share count once; a crawl over before the first sample gives
+// the crawler's own peak resident size), and the ratio of the two.
 //
 //	go run ./bench/rendercompare -pages 500 -crawlspace /tmp/crawlspace
 //
@@ -26,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crawlspace/crawlspace/render"
@@ -214,6 +216,15 @@ sources:
 	n := bytes.Count(data, []byte("\n")) / 2
 	mu.Lock()
 	defer mu.Unlock()
+	if peak == 0 {
+		// Done before the first sample (the plain crawl of a small site
+		// takes under 250 ms): the crawler alone, its own peak resident
+		// size, which for a single process is its PSS but for shared
+		// libraries' pages.
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			peak = ru.Maxrss << 10
+		}
+	}
 	var rep struct {
 		Total struct {
 			Reasons map[string]int `json:"reasons"`
