@@ -372,7 +372,11 @@ func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
 	// another renderer and leave the page running there for a while, its
 	// timers still firing requests into the tab.
 	navigated := chromedp.Events(blank, page.FrameNavigated)
-	if _, err := chromedp.Call(blank, runtime.Evaluate, runtime.EvaluateParams{Expression: `location.replace("about:blank")`}); err != nil {
+	res, err := chromedp.Call(blank, runtime.Evaluate, runtime.EvaluateParams{Expression: `location.replace("about:blank")`})
+	if err == nil && res.ExceptionDetails != nil {
+		err = errors.New(exceptionText(res.ExceptionDetails))
+	}
+	if err != nil {
 		tc.cancel()
 		return browserErr(ctx, "leaving the page", err)
 	}
