@@ -306,7 +306,7 @@ func (tc *pageTab) dispatch(paused iter.Seq2[cdpfetch.EventRequestPaused, error]
 		}
 		tc.mu.Unlock()
 		fctx, cancel := context.WithTimeout(tc.ctx, grace)
-		_, _ = chromedp.Call(fctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonAborted})
+		failPaused(fctx, ev, network.ErrorReasonAborted)
 		cancel()
 	}
 }
@@ -376,11 +376,10 @@ func (in *instance) putTab(ctx context.Context, tc *pageTab) error {
 	if err == nil && res.ExceptionDetails != nil {
 		err = errors.New(exceptionText(res.ExceptionDetails))
 	}
-	if err != nil {
-		tc.cancel()
-		return browserErr(ctx, "leaving the page", err)
+	if err == nil {
+		err = blankCommitted(navigated)
 	}
-	if err := blankCommitted(navigated); err != nil {
+	if err != nil {
 		tc.cancel()
 		return browserErr(ctx, "leaving the page", err)
 	}
@@ -489,12 +488,15 @@ func (t *tab) classify(ctx context.Context, ev cdpfetch.EventRequestPaused) kind
 	return subresource
 }
 
+// failPaused fails a paused request in the browser.
+func failPaused(ctx context.Context, ev cdpfetch.EventRequestPaused, reason network.ErrorReason) {
+	_, _ = chromedp.Call(ctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: reason})
+}
+
 // serve answers one paused request of the page.
 func (t *tab) serve(ctx context.Context, ev cdpfetch.EventRequestPaused, k kind) {
 	r := ev.Request
-	fail := func(reason network.ErrorReason) {
-		_, _ = chromedp.Call(ctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: reason})
-	}
+	fail := func(reason network.ErrorReason) { failPaused(ctx, ev, reason) }
 	switch k {
 	case stale, navigation:
 		fail(network.ErrorReasonAborted)
