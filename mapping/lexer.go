@@ -12,8 +12,9 @@ import (
 // itself, so the lexer only finds where each tag ends (minding quoted
 // values); that, and looking for '<' with IndexByte instead of reading a
 // byte at a time, makes it several times faster than the Tokenizer, which
-// copies and records every attribute of every tag. Entities are decoded by
-// the Tokenizer's own html.UnescapeString, only in text that has an '&'.
+// copies and records every attribute of every tag. Character references in
+// text are decoded by the Tokenizer's own html.UnescapeString, only in text
+// that has an '&'; attribute values have rules of their own (charref.go).
 //
 // lexer_test.go checks it token for token against the Tokenizer on the
 // golden pages and under fuzzing.
@@ -62,39 +63,6 @@ func (z *lexer) Text() []byte {
 		return []byte(html.UnescapeString(string(s)))
 	}
 	return s
-}
-
-// commonEntities are the references most pages use; a text with any other
-// goes to html.UnescapeString, which knows them all.
-var commonEntities = [...]struct{ ref, text string }{
-	{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", `"`}, {"&#39;", "'"},
-	{"&nbsp;", "\u00a0"}, {"&mdash;", "\u2014"}, {"&ndash;", "\u2013"}, {"&rsaquo;", "\u203a"},
-	{"&raquo;", "\u00bb"}, {"&copy;", "\u00a9"}, {"&hellip;", "\u2026"},
-}
-
-// unescapeCommon decodes s into dst when its only references are common
-// ones; ok is false otherwise. dst must not overlap s.
-func unescapeCommon(dst, s []byte) (out []byte, ok bool) {
-	for {
-		i := bytes.IndexByte(s, '&')
-		if i < 0 {
-			return append(dst, s...), true
-		}
-		dst = append(dst, s[:i]...)
-		s = s[i:]
-		found := false
-		for _, e := range commonEntities {
-			if bytes.HasPrefix(s, []byte(e.ref)) {
-				dst = append(dst, e.text...)
-				s = s[len(e.ref):]
-				found = true
-				break
-			}
-		}
-		if !found {
-			return dst, false
-		}
-	}
 }
 
 // crlfToLF turns "\r\n" and a lone "\r" into "\n" in place.

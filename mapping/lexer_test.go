@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
 )
 
 // tokens lists a page's tokens as the parser sees them: type, raw bytes,
-// and the text of text and comment tokens.
-func tokens(next func() html.TokenType, raw, text func() []byte) []string {
+// the text of text and comment tokens, and the attributes of start tags,
+// each name as the Tokenizer gives it and its value exactly.
+func tokens(next func() html.TokenType, raw, text func() []byte, attrs func() string) []string {
 	var out []string
 	for len(out) < 100000 {
 		tt := next()
@@ -20,8 +22,11 @@ func tokens(next func() html.TokenType, raw, text func() []byte) []string {
 			return out
 		}
 		s := fmt.Sprintf("%v raw=%q", tt, raw())
-		if tt == html.TextToken || tt == html.CommentToken {
+		switch tt {
+		case html.TextToken, html.CommentToken:
 			s += fmt.Sprintf(" text=%q", text())
+		case html.StartTagToken, html.SelfClosingTagToken:
+			s += " attrs=" + attrs()
 		}
 		out = append(out, s)
 	}
@@ -30,13 +35,47 @@ func tokens(next func() html.TokenType, raw, text func() []byte) []string {
 
 func tokenizerTokens(page []byte) []string {
 	z := html.NewTokenizer(bytes.NewReader(page))
-	return tokens(z.Next, z.Raw, z.Text)
+	attrs := func() string {
+		var b strings.Builder
+		for more := true; more; {
+			var k, v []byte
+			if k, v, more = z.TagAttr(); k == nil {
+				break
+			}
+			fmt.Fprintf(&b, "[%q=%q]", k, v)
+		}
+		return b.String()
+	}
+	return tokens(z.Next, z.Raw, z.Text, attrs)
 }
 
+// lexerTokens are the lexer's tokens with the attributes the parser reads
+// from each start tag (parseAttrs, and the value its attr method gives).
 func lexerTokens(page []byte) []string {
 	var z lexer
 	z.reset(page)
-	return tokens(z.Next, z.Raw, z.Text)
+	attrs := func() string {
+		var b strings.Builder
+		p := parser{raw: z.Raw()}
+		for _, a := range parseAttrs(p.raw, nil) {
+			fmt.Fprintf(&b, "[%q=%q]", tokenizerKey(p.raw[a.k0:a.k1]), p.value(a))
+		}
+		return b.String()
+	}
+	return tokens(z.Next, z.Raw, z.Text, attrs)
+}
+
+// tokenizerKey is an attribute name as the Tokenizer gives it: ASCII
+// letters lower-cased, NUL read as U+FFFD.
+func tokenizerKey(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return bytes.ReplaceAll(out, []byte{0}, []byte("\uFFFD"))
 }
 
 func compareTokens(t *testing.T, name string, page []byte) {
@@ -92,8 +131,28 @@ func TestLexerGivesTheTokenizersTokensOnEdgeCases(t *testing.T) {
 	}
 }
 
+// attrSeeds are tags whose attribute values hold references, in each
+// kind of quoting.
+func attrSeeds() []string {
+	var out []string
+	for _, c := range attrCases {
+		out = append(out, `<a href="`+c.raw+`" title='`+c.raw+`' data-x=`+c.raw+`>x</a>`)
+	}
+	return append(out, `<img src=/a?b=1&reg=2&amp;c=&#x80 alt="&sect&sect;&not=&amp"><meta content="&#0;&#xD800;&#1114112;&#xFDD0;">`,
+		"<a HREF='&NOTIN;' href=\"x\" \x00k=\"&not\x00\">", "<a b=\"\r\n&\r#x41;\">")
+}
+
+func TestLexerAndParserGiveTheTokenizersAttributeValues(t *testing.T) {
+	for _, c := range attrSeeds() {
+		compareTokens(t, fmt.Sprintf("%q", c), []byte(c))
+	}
+}
+
 func FuzzLexerAgainstTokenizer(f *testing.F) {
 	for _, c := range lexerCases {
+		f.Add([]byte(c))
+	}
+	for _, c := range attrSeeds() {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {

@@ -735,40 +735,26 @@ func hasAttrName(raw []byte, attrs []attr, name []byte) bool {
 }
 
 // attr returns the value of the named attribute (a lower-case name) of the
-// current start tag, with character references decoded. The slice is valid
-// until the next call.
+// current start tag, decoded as the HTML Standard's tokenizer decodes
+// attribute values (charref.go). The slice is valid until the next call.
 func (p *parser) attr(name string) ([]byte, bool) {
 	for _, a := range p.attrs {
 		if a.k1-a.k0 == len(name) && equalFoldASCII(p.raw[a.k0:a.k1], name) {
-			v := p.raw[a.v0:a.v1]
-			if bytes.IndexByte(v, '&') < 0 {
-				return v, true
-			}
-			p.unesc = unescapeAttr(p.unesc[:0], v)
-			return p.unesc, true
+			return p.value(a), true
 		}
 	}
 	return nil, false
 }
 
-// unescapeAttr decodes character references in an attribute value. URLs
-// with "&amp;" between query parameters are by far the common case and are
-// done in place; anything else goes through the html package.
-func unescapeAttr(dst, v []byte) []byte {
-	for i := 0; i < len(v); {
-		j := bytes.IndexByte(v[i:], '&')
-		if j < 0 {
-			return append(dst, v[i:]...)
-		}
-		dst = append(dst, v[i:i+j]...)
-		i += j
-		if !bytes.HasPrefix(v[i:], []byte("&amp;")) {
-			return append(dst[:0], html.UnescapeString(string(v))...)
-		}
-		dst = append(dst, '&')
-		i += len("&amp;")
+// value is the value of attribute a of the current start tag, as attr
+// gives it.
+func (p *parser) value(a attr) []byte {
+	v := p.raw[a.v0:a.v1]
+	if attrIsPlain(v) {
+		return v
 	}
-	return dst
+	p.unesc = appendAttrValue(p.unesc[:0], v)
+	return p.unesc
 }
 
 func equalFoldASCII(b []byte, s string) bool {
