@@ -277,7 +277,7 @@ func (t *attrTrack) attr(key []byte, valEnd int) {
 		return
 	}
 	for _, k := range t.keys {
-		if bytes.EqualFold(k, key) {
+		if equalFoldASCII(k, key) {
 			return
 		}
 	}

@@ -70,10 +70,7 @@ func lexerTokens(page []byte) []string {
 func tokenizerKey(b []byte) []byte {
 	out := make([]byte, len(b))
 	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
+		out[i] = lowerASCII(c)
 	}
 	return bytes.ReplaceAll(out, []byte{0}, []byte("\uFFFD"))
 }
@@ -139,7 +136,8 @@ func attrSeeds() []string {
 		out = append(out, `<a href="`+c.raw+`" title='`+c.raw+`' data-x=`+c.raw+`>x</a>`)
 	}
 	return append(out, `<img src=/a?b=1&reg=2&amp;c=&#x80 alt="&sect&sect;&not=&amp"><meta content="&#0;&#xD800;&#1114112;&#xFDD0;">`,
-		"<a HREF='&NOTIN;' href=\"x\" \x00k=\"&not\x00\">", "<a b=\"\r\n&\r#x41;\">")
+		"<a HREF='&NOTIN;' href=\"x\" \x00k=\"&not\x00\">", "<a b=\"\r\n&\r#x41;\">",
+		"<a k=1 \u212a=2 s=3 \u017f=4 \u00c9=5 \u00e9=6>", "<br \u212a=x/ k=y/>")
 }
 
 func TestLexerAndParserGiveTheTokenizersAttributeValues(t *testing.T) {

@@ -725,9 +725,11 @@ func parseAttrs(raw []byte, dst []attr) []attr {
 	}
 }
 
+// hasAttrName reports whether attrs has name already. Names compare as the
+// Tokenizer compares them, ASCII letters only: "ſrc" is not "src".
 func hasAttrName(raw []byte, attrs []attr, name []byte) bool {
 	for _, a := range attrs {
-		if bytes.EqualFold(raw[a.k0:a.k1], name) {
+		if equalFoldASCII(raw[a.k0:a.k1], name) {
 			return true
 		}
 	}
@@ -757,20 +759,26 @@ func (p *parser) value(a attr) []byte {
 	return p.unesc
 }
 
-func equalFoldASCII(b []byte, s string) bool {
+// equalFoldASCII reports whether b and s are equal with ASCII letters
+// folded, and only those: HTML's names are case-insensitive in ASCII alone.
+func equalFoldASCII[T string | []byte](b []byte, s T) bool {
 	if len(b) != len(s) {
 		return false
 	}
 	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
+		c, d := b[i], s[i]
+		if c != d && lowerASCII(c) != lowerASCII(d) {
 			return false
 		}
 	}
 	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // relHas reports whether the rel attribute lists tok.
