@@ -132,3 +132,22 @@ func TestLinksWithCharacterReferencesAreWhatChromiumMakesOfThem(t *testing.T) {
 	crawlKeep(t, cfg)
 	wantRequested(t, site, refRequests()...)
 }
+
+// A sitemap is XML, where a reference always ends in ';': its raw "&" (the
+// commonest sitemap fault) and its "&amp;" give the query as written, and
+// "&#x80;" is U+0080, not HTML's "€".
+func TestSitemapURLsWithReferencesAreRequestedAsXMLReadsThem(t *testing.T) {
+	t.Parallel()
+	site := newSite(t)
+	site.html("/", "home", "")
+	site.text("/sitemap.xml", "application/xml", urlset(site.URL+"/search?q=a&section=news", site.URL+"/list?a=1&amp;region=eu",
+		site.URL+"/mark?a=&sect", site.URL+"/ctl?c=&#x80;"))
+	for _, p := range []string{"/search", "/list", "/mark", "/ctl"} {
+		site.html(p, p, "")
+	}
+	cfg, _ := testConfig(t, "", fmt.Sprintf("honored_query_params: [\"*\"]\nsitemaps: [%q]", site.URL+"/sitemap.xml"), site.URL+"/")
+
+	crawlKeep(t, cfg)
+
+	wantRequested(t, site, "/", "/robots.txt", "/sitemap.xml", "/search?q=a&section=news", "/list?a=1&region=eu", "/mark?a=&sect", "/ctl?c=%C2%80")
+}
