@@ -51,27 +51,12 @@ func (s *Source) Decide(u string, depth int) Decision {
 		}
 	}
 
-	// An IP-literal host is its own address: judged now, as the dialer
-	// would, rather than after robots.txt and the request are tried.
-	if mayBeAddress(p.Host) && !s.behindProxy {
-		if ip, ok := LiteralAddress(p.Host); ok {
-			if d := s.DecideAddress(ip); !d.Crawl {
-				return d
-			}
-		}
+	allowRule, refusal, ok := s.decideHost(p)
+	if !ok {
+		return refusal
 	}
-
-	var allowRule string
-	if i := s.ibm.decideDomain(p.Host, p.EffectivePort()); i != noMatch {
-		ref := s.ruleRefs[s.ibm.domainAt[i]]
-		if !s.ibm.domains[i].allow {
-			return s.refuse(ReasonForbiddenDomain, ref)
-		}
-		allowRule = ref
-	}
-	if i := s.ibm.decidePrefix(u); i != noMatch {
-		ref := s.ruleRefs[s.ibm.prefixAt[i]]
-		if !s.ibm.prefixes[i].allow {
+	if ref, allow, ok := s.prefixRule(u); ok {
+		if !allow {
 			return s.refuse(ReasonForbiddenPrefix, ref)
 		}
 		allowRule = ref
@@ -91,38 +76,26 @@ func (s *Source) Decide(u string, depth int) Decision {
 	if i := s.pats.first(gExclude, u, &scan); i != noMatch {
 		return s.refuse(ReasonExcluded, s.excludeRefs[i])
 	}
-	if rl := s.reject.Load(); rl != nil && !rl.set.empty() {
-		var rs scanResult
-		rl.set.scan(u, &rs)
-		if i := rl.set.first(0, u, &rs); i != noMatch {
-			return s.refuse(ReasonRejected, rl.refs[i])
-		}
+	if ref, ok := s.rejected(u); ok {
+		return s.refuse(ReasonRejected, ref)
 	}
 
 	d := s.allowed(allowRule)
-	if len(s.crawlRules) > 0 {
-		f := urlFields{v: [nFields]string{u, p.Scheme, p.Host, p.Path, p.Query}}
-		for i := range s.crawlRules {
-			cr := &s.crawlRules[i]
-			if !cr.match.eval(&f) {
-				continue
-			}
-			if cr.ignore {
-				return s.refuse(ReasonRuleIgnore, cr.ref)
-			}
-			d.Rule = cr.ref
-			if cr.index != nil {
-				d.Index = *cr.index
-			}
-			if cr.follow != nil {
-				d.Follow = *cr.follow
-			}
-			if cr.source != "" {
-				d.Source = cr.source
-			}
-			d.Priority, d.Meta = cr.priority, cr.meta
-			break
+	if cr := s.crawlRule(u, p); cr != nil {
+		if cr.ignore {
+			return s.refuse(ReasonRuleIgnore, cr.ref)
 		}
+		d.Rule = cr.ref
+		if cr.index != nil {
+			d.Index = *cr.index
+		}
+		if cr.follow != nil {
+			d.Follow = *cr.follow
+		}
+		if cr.source != "" {
+			d.Source = cr.source
+		}
+		d.Priority, d.Meta = cr.priority, cr.meta
 	}
 
 	if ref, ok := s.killExact[u]; ok {
@@ -135,6 +108,77 @@ func (s *Source) Decide(u string, depth int) Decision {
 		d.Reason = ReasonRuleNofollow
 	}
 	return d
+}
+
+// decideHost judges a URL's host alone: an IP-literal host by the
+// address rules (its address is known without DNS: judged now, as the
+// dialer would, rather than after robots.txt and the request are tried),
+// then the domain rules. refusal is the refusal when ok is false;
+// allowRule the allow domain rule that matched.
+func (s *Source) decideHost(p urlnorm.Parts) (allowRule string, refusal Decision, ok bool) {
+	if mayBeAddress(p.Host) && !s.behindProxy {
+		if ip, ok := LiteralAddress(p.Host); ok {
+			if d := s.DecideAddress(ip); !d.Crawl {
+				return "", d, false
+			}
+		}
+	}
+	if i := s.ibm.decideDomain(p.Host, p.EffectivePort()); i != noMatch {
+		ref := s.ruleRefs[s.ibm.domainAt[i]]
+		if !s.ibm.domains[i].allow {
+			return "", s.refuse(ReasonForbiddenDomain, ref), false
+		}
+		allowRule = ref
+	}
+	return allowRule, Decision{}, true
+}
+
+// prefixRule is the first prefix rule matching u, ok false when none does.
+func (s *Source) prefixRule(u string) (ref string, allow, ok bool) {
+	i := s.ibm.decidePrefix(u)
+	if i == noMatch {
+		return "", false, false
+	}
+	return s.ruleRefs[s.ibm.prefixAt[i]], s.ibm.prefixes[i].allow, true
+}
+
+// excluded is the first exclude entry matching u.
+func (s *Source) excluded(u string) (string, bool) {
+	var scan scanResult
+	s.pats.scan(u, &scan)
+	if i := s.pats.first(gExclude, u, &scan); i != noMatch {
+		return s.excludeRefs[i], true
+	}
+	return "", false
+}
+
+// rejected is the reject list's line matching u.
+func (s *Source) rejected(u string) (string, bool) {
+	rl := s.reject.Load()
+	if rl == nil || rl.set.empty() {
+		return "", false
+	}
+	var rs scanResult
+	rl.set.scan(u, &rs)
+	if i := rl.set.first(0, u, &rs); i != noMatch {
+		return rl.refs[i], true
+	}
+	return "", false
+}
+
+// crawlRule is the first crawl rule matching u, whose parts are p; nil
+// when none does.
+func (s *Source) crawlRule(u string, p urlnorm.Parts) *crawlRule {
+	if len(s.crawlRules) == 0 {
+		return nil
+	}
+	f := urlFields{v: [nFields]string{u, p.Scheme, p.Host, p.Path, p.Query}}
+	for i := range s.crawlRules {
+		if cr := &s.crawlRules[i]; cr.match.eval(&f) {
+			return cr
+		}
+	}
+	return nil
 }
 
 func (s *Source) schemeAllowed(scheme string) bool {

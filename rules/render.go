@@ -41,15 +41,8 @@ func (s *Source) Render(u string) *Render {
 		if !ok {
 			return nil
 		}
-		f := urlFields{v: [nFields]string{u, p.Scheme, p.Host, p.Path, p.Query}}
-		for i := range s.crawlRules {
-			cr := &s.crawlRules[i]
-			if cr.match.eval(&f) {
-				if cr.renderSet {
-					return cr.render
-				}
-				break
-			}
+		if cr := s.crawlRule(u, p); cr != nil && cr.renderSet {
+			return cr.render
 		}
 	}
 	return s.render
