@@ -46,7 +46,7 @@ var numericKeys = []numericKey{
 	{"documents.max_unpacked_bytes", global("documents: {max_unpacked_bytes: %s}"), "1MiB", "16GiB", "1048575", "17179869185"},
 	{"documents.max_entries", global("documents: {max_entries: %s}"), "1", "1000000", "0", "1000001"},
 	{"browser.tabs", global("browser: {tabs: %s}"), "1", "64", "0", "65"},
-	{"browser.max_memory_bytes", global("browser: {max_memory_bytes: %s}"), "256MiB", "256GiB", "268435455", "274877906945"},
+	{"browser.max_memory_bytes", global("browser: {max_memory_bytes: %s}"), "512MiB", "256GiB", "536870911", "274877906945"},
 	{"fetch.max_redirects", global("fetch: {max_redirects: %s}"), "0", "100", "-1", "101"},
 	{"fetch.max_links_per_page", global("fetch: {max_links_per_page: %s}"), "1", "100000", "0", "100001"},
 	{"sources[0].sitemap_limits.max_bytes", src("sitemap_limits: {max_bytes: %s}"), "1", "256MiB", "0", "268435457"},

@@ -269,11 +269,13 @@ func (k *checker) fetch(f *Fetch) {
 	k.between("fetch.max_links_per_page", int64(f.MaxLinksPerPage), 1, maxLinksPerPage)
 }
 
-// Bounds of the browser keys. A tab of an ordinary page costs some tens of
-// megabytes; below 256MiB Chromium would be restarted after every page.
+// Bounds of the browser keys. Chromium with one tab on a blank page holds
+// about 390MiB (proportional set sizes, Debian's chromium 156), and a
+// tab of an ordinary page some tens of megabytes more; a page's render is
+// killed past the bound, so below 512MiB no page would render.
 const (
 	maxBrowserTabs   = 64
-	minBrowserMemory = 256 << 20
+	minBrowserMemory = 512 << 20
 	maxBrowserMemory = 256 << 30
 )
 

@@ -40,8 +40,10 @@ type Options struct {
 	// Tabs bounds the pages rendered at once.
 	Tabs int
 	// MaxMemoryBytes bounds the memory of the browser's processes
-	// together (GroupMemory): past it, the browser is restarted once its
-	// tabs are done.
+	// together (GroupMemory): past it while pages render, the browser is
+	// killed at once and its pages fail (each tried once more in a fresh
+	// browser); past three quarters of it after a page, the browser is
+	// restarted once its tabs are done.
 	MaxMemoryBytes int64
 	// Grace is how long the browser may take to answer a command past a
 	// page's timeout before it is taken as hung; DefaultGrace when 0.
@@ -54,6 +56,8 @@ type Options struct {
 type Browser struct {
 	opts Options
 	tabs chan struct{}
+	// maxMemory is Options.MaxMemoryBytes, which a test may lower.
+	maxMemory atomic.Int64
 
 	mu       sync.Mutex
 	cur      *instance
@@ -75,10 +79,12 @@ type instance struct {
 	// idle holds the tabs between pages.
 	idle  chan *pageTab
 	grace time.Duration
-	// checked is when the memory bound was last checked, in unix nanos.
-	checked atomic.Int64
-	busy    sync.WaitGroup
-	once    sync.Once
+	// rendering counts the pages being rendered, which watchMemory
+	// watches; overMemory is why it killed the browser, "" until it did.
+	rendering  atomic.Int32
+	overMemory atomic.Pointer[string]
+	busy       sync.WaitGroup
+	once       sync.Once
 }
 
 // ErrClosed is the error of a render after Close.
@@ -95,7 +101,9 @@ func New(opts Options) *Browser {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
 	}
-	return &Browser{opts: opts, tabs: make(chan struct{}, opts.Tabs)}
+	b := &Browser{opts: opts, tabs: make(chan struct{}, opts.Tabs)}
+	b.maxMemory.Store(opts.MaxMemoryBytes)
+	return b
 }
 
 // acquire returns the running browser, starting one if none runs, and
@@ -147,6 +155,11 @@ func (b *Browser) start() (*instance, error) {
 		chromedp.Flag("no-pings", true),
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("blink-settings", "imagesEnabled=false"),
+		// chromedp turns Chrome's popup blocker off; on, a window a script
+		// opens without a user's click (nobody clicks here) is never
+		// made: window.open answers null, a target=_blank link stays put.
+		// Three hundred windows of a page held two gigabytes.
+		chromedp.Flag("disable-popup-blocking", false),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			// Its own process group, so every process of the browser is
 			// ended at once (and a hung group left behind gets the kernel's
@@ -171,6 +184,9 @@ func (b *Browser) start() (*instance, error) {
 		in.pid = p.Pid
 	}
 	b.opts.Log.Debug("browser started", "path", b.opts.Path, "pid", in.pid, "run", in.gen)
+	if b.maxMemory.Load() > 0 && in.pid > 0 {
+		go b.watchMemory(in)
+	}
 	return in, nil
 }
 
@@ -252,21 +268,59 @@ func (b *Browser) Restarts() int {
 	return b.restarts
 }
 
-// checkMemory retires the browser when its processes together hold more
-// than the bound.
+// checkMemory retires the browser, once its pages are done, when its
+// processes together hold more than three quarters of the bound: a
+// browser that creeps up over many pages is renewed before it reaches the
+// bound, where watchMemory kills it under the pages it renders.
 func (b *Browser) checkMemory(in *instance) {
-	if b.opts.MaxMemoryBytes <= 0 || in.pid == 0 {
+	bound := b.maxMemory.Load()
+	if bound <= 0 || in.pid == 0 {
 		return
 	}
-	// Reading every process's smaps_rollup costs the kernel a walk of its
-	// page tables: once a second is enough to catch a browser that grows.
-	now := time.Now().UnixNano()
-	if last := in.checked.Load(); last != 0 && now-last < int64(time.Second) || !in.checked.CompareAndSwap(last, now) {
-		return
+	if held, over := groupOver(in.pid, bound/4*3); over {
+		b.retire(in.gen, false, fmt.Sprintf("its processes hold %d MiB, past three quarters of browser.max_memory_bytes (%d MiB)", held>>20, bound>>20))
 	}
-	if rss := GroupMemory(in.pid); rss > b.opts.MaxMemoryBytes {
-		b.retire(in.gen, false, fmt.Sprintf("its processes hold %d bytes, over browser.max_memory_bytes %d", rss, b.opts.MaxMemoryBytes))
+}
+
+// memoryPoll is how often the memory of a browser rendering pages is
+// measured. A page's script can allocate a gigabyte a second; each look
+// costs a read of /proc for every process of the machine and, once the
+// group's resident sizes pass the bound, of each of its processes' page
+// tables.
+const memoryPoll = 100 * time.Millisecond
+
+// watchMemory kills the browser the moment its processes hold more than
+// the bound while pages render: the check between pages comes too late
+// for a page that grows until its timeout, and a page that opens windows
+// or allocates without end would take the machine's memory first.
+func (b *Browser) watchMemory(in *instance) {
+	tick := time.NewTicker(memoryPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-in.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if in.rendering.Load() == 0 {
+			continue
+		}
+		bound := b.maxMemory.Load()
+		if held, over := groupOver(in.pid, bound); over {
+			why := fmt.Sprintf("the browser's processes held %d MiB, over browser.max_memory_bytes (%d MiB): killed while rendering", held>>20, bound>>20)
+			in.overMemory.Store(&why)
+			b.retire(in.gen, true, why)
+			return
+		}
 	}
+}
+
+// killedFor is why watchMemory killed the browser, "" when it did not.
+func (in *instance) killedFor() string {
+	if why := in.overMemory.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // DefaultGrace is how long a live browser gets, past the page's own timeout, to

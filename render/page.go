@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,6 +79,11 @@ type Result struct {
 	// ScriptErrors counts uncaught exceptions; FirstScriptError is the first.
 	ScriptErrors     int
 	FirstScriptError string
+	// Dialogs counts the alert, confirm and prompt dialogs the page
+	// opened, each dismissed at once; FirstDialog is the first, its kind
+	// and message.
+	Dialogs     int
+	FirstDialog string
 	// Retried is why the page was rendered a second time in a fresh
 	// browser, "" when once was enough.
 	Retried string
@@ -156,9 +160,14 @@ func (b *Browser) once(ctx context.Context, req Request) (*Result, int, error) {
 		return nil, 0, &Error{Reason: "browser_unavailable", Err: err}
 	}
 	defer in.release()
+	in.rendering.Add(1)
 	res, err := renderTab(ctx, in, req)
+	in.rendering.Add(-1)
 	if err == nil {
 		b.checkMemory(in)
+	} else if why := in.killedFor(); why != "" && ctx.Err() == nil {
+		// The page saw the browser die; the cause is the bound.
+		err = errors.New(why)
 	}
 	return res, in.gen, err
 }
@@ -206,9 +215,9 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 	tc.serveWith(func(ev cdpfetch.EventRequestPaused) {
 		k := t.classify(hard, ev)
 		wg.Go(func() { t.serve(hard, ev, k) })
-	})
+	}, t.dialog)
 	// Cleared before wg.Wait, so no request is added to wg while it waits.
-	defer tc.serveWith(nil)
+	defer tc.serveWith(nil, nil)
 	wg.Go(func() {
 		for ev, err := range exceptions {
 			if err != nil {
@@ -279,14 +288,42 @@ type pageTab struct {
 
 	mu   sync.Mutex
 	page func(cdpfetch.EventRequestPaused) // nil between pages
+	// dialog notes a dialog of the page being rendered; nil between pages.
+	dialog func(*page.EventJavascriptDialogOpening)
 }
 
-// serveWith makes serve the handler of the tab's intercepted requests;
-// nil fails them.
-func (tc *pageTab) serveWith(serve func(cdpfetch.EventRequestPaused)) {
+// serveWith makes serve the handler of the tab's intercepted requests
+// (nil fails them) and dialog the page's note of each dialog.
+func (tc *pageTab) serveWith(serve func(cdpfetch.EventRequestPaused), dialog func(*page.EventJavascriptDialogOpening)) {
 	tc.mu.Lock()
-	tc.page = serve
+	tc.page, tc.dialog = serve, dialog
 	tc.mu.Unlock()
+}
+
+// dismissDialogs answers every dialog the tab opens, for its whole life:
+// a dialog stops the page's scripts until someone answers it, and nobody
+// is there. alert, confirm and prompt are dismissed (confirm answers
+// false, prompt null: a script asking leave to do something is told no);
+// a page asking to be kept open (beforeunload) is left, as the crawler
+// leaves every page.
+func (tc *pageTab) dismissDialogs(dialogs iter.Seq2[page.EventJavascriptDialogOpening, error], grace time.Duration) {
+	for ev, err := range dialogs {
+		if err != nil {
+			return
+		}
+		tc.mu.Lock()
+		if tc.dialog != nil && ev.Type != page.DialogTypeBeforeunload {
+			tc.dialog(&ev)
+		}
+		tc.mu.Unlock()
+		// Answered from its own goroutine: the events of the tab wait
+		// while this loop does.
+		go func() {
+			ctx, cancel := context.WithTimeout(tc.ctx, grace)
+			defer cancel()
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: ev.Type == page.DialogTypeBeforeunload})
+		}()
+	}
 }
 
 // dispatch hands each request the tab intercepts to the page being
@@ -351,6 +388,7 @@ func (in *instance) takeTab(ctx context.Context) (*pageTab, error) {
 	}
 	tc := &pageTab{ctx: tctx, cancel: cancel}
 	go tc.dispatch(chromedp.Events(tctx, cdpfetch.RequestPaused), in.grace)
+	go tc.dismissDialogs(chromedp.Events(tctx, page.JavascriptDialogOpening), in.grace)
 	if _, err := chromedp.Call(open, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
 		cancel()
 		return nil, err
@@ -516,15 +554,12 @@ func (t *tab) serve(ctx context.Context, ev cdpfetch.EventRequestPaused, k kind)
 	t.busy(1)
 	defer t.busy(-1)
 	t.count(func(res *Result) { res.Requests++ })
-	var body io.Reader
-	if len(r.PostDataEntries) > 0 {
-		var buf bytes.Buffer
-		for _, e := range r.PostDataEntries {
-			buf.Write(e.Bytes)
-		}
-		body = &buf
+	hreq, err := http.NewRequestWithContext(ctx, r.Method, r.URL, nil)
+	if err == nil && !readOnly(r) {
+		// A crawler reads and changes nothing: a script's POST, PUT, DELETE
+		// or PATCH (a form, fetch(), XHR) is never sent, whatever its host.
+		err = fmt.Errorf("%w: %s", ErrMethodRefused, r.Method)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, r.Method, r.URL, body)
 	if err == nil {
 		for k, v := range r.Headers {
 			if s, ok := v.(string); ok && !hopHeader[http.CanonicalHeaderKey(k)] {
@@ -562,6 +597,44 @@ func (t *tab) count(f func(*Result)) {
 func (t *tab) busy(d int64) {
 	t.inflight.Add(d)
 	t.lastBusy.Store(time.Now().UnixNano())
+}
+
+// safeMethod are the methods a page's requests may use: they read.
+var safeMethod = map[string]bool{http.MethodGet: true, http.MethodHead: true}
+
+// readOnly says whether a page's request only reads: a GET or a HEAD, or
+// the CORS preflight (OPTIONS) the browser sends before a GET or HEAD to
+// another origin with headers of its own, which the site answers without
+// acting. A preflight for any other method is refused with it.
+func readOnly(r *network.Request) bool {
+	if r.Method == http.MethodOptions {
+		m, _ := header(r.Headers, "Access-Control-Request-Method").(string)
+		return safeMethod[m]
+	}
+	return safeMethod[r.Method]
+}
+
+// header is the value of the request header name, whatever its case.
+func header(h network.Headers, name string) any {
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// ErrMethodRefused is the cause of a page's request that would change
+// something on a site: only GET and HEAD are made.
+var ErrMethodRefused = errors.New("refused: a crawler sends only GET and HEAD")
+
+// dialog notes one dialog of the page.
+func (t *tab) dialog(ev *page.EventJavascriptDialogOpening) {
+	t.count(func(res *Result) {
+		if res.Dialogs++; res.FirstDialog == "" {
+			res.FirstDialog = fmt.Sprintf("%s %q", ev.Type, ev.Message)
+		}
+	})
 }
 
 // hopHeader are request and response headers that describe one

@@ -20,6 +20,42 @@ func GroupMemory(pgid int) int64 {
 	return total
 }
 
+// groupOver reports whether the processes of the process group pgid hold
+// more than limit bytes as GroupMemory counts them, and what they hold.
+// Their resident sizes, cheap to read, are summed first: a proportional
+// size is never larger, so the page tables are walked (smaps_rollup) only
+// for a group whose resident sizes pass the limit.
+func groupOver(pgid int, limit int64) (int64, bool) {
+	pids := GroupPIDs(pgid)
+	var rss int64
+	for _, pid := range pids {
+		rss += resident(pid)
+	}
+	if rss <= limit {
+		return rss, false
+	}
+	var pss int64
+	for _, pid := range pids {
+		pss += Memory(pid)
+	}
+	return pss, pss > limit
+}
+
+// resident is the resident size of one process, in bytes, 0 when it is
+// gone: the second field of /proc/PID/statm, in pages.
+func resident(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
 // GroupPIDs lists the live processes of the process group pgid.
 func GroupPIDs(pgid int) []int {
 	var pids []int

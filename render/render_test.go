@@ -300,7 +300,13 @@ func TestAHungBrowserIsKilledAndACrashTwiceIsARenderFailure(t *testing.T) {
 	if err := syscall.Kill(-first, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	select {
+	case <-started:
+	case <-done:
+		// On a loaded machine the fresh browser may not reach the page's
+		// request within the page's one-second timeout.
+		t.Fatalf("the second attempt ended before the page asked its API: %v", err)
+	}
 	second := b.PID()
 	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -346,20 +352,26 @@ func TestClosingTheBrowserLeavesNoProcessOfIt(t *testing.T) {
 }
 
 func TestABrowserOverItsMemoryBoundIsRestartedBetweenPages(t *testing.T) {
-	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 1, MaxMemoryBytes: 1 << 20})
-	t.Cleanup(func() { _ = b.Close() })
 	s := newSite(t, map[string]func(http.ResponseWriter, *http.Request){"/": html(`<p>x</p>`)})
-	for i := 0; i < 2; i++ {
-		res, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Retried != "" {
-			t.Errorf("render %d was retried (%s): a memory restart waits for the page", i, res.Retried)
-		}
+	b := render.New(render.Options{Path: chromiumtest.Path(t), Tabs: 1, MaxMemoryBytes: 64 << 30})
+	t.Cleanup(func() { _ = b.Close() })
+	if _, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute)); err != nil {
+		t.Fatal(err)
 	}
-	if b.Restarts() != 2 {
-		t.Errorf("restarts %d after two pages over a 1 MiB bound", b.Restarts())
+	// A bound a fifth above what the browser holds after the page: past
+	// three quarters of it after the next page, not past it while that
+	// page renders in the same tab.
+	held := render.GroupMemory(b.PID())
+	render.SetMaxMemory(b, held+held/5)
+	res, err := b.Render(context.Background(), request(t, s, "/", render.WaitLoad, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Retried != "" {
+		t.Errorf("the render was retried (%s): a restart between pages waits for the page", res.Retried)
+	}
+	if b.Restarts() != 1 {
+		t.Errorf("restarts %d after a page past three quarters of a bound of %d MiB (the browser held %d MiB)", b.Restarts(), (held+held/5)>>20, held>>20)
 	}
 }
 
