@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/frontier"
@@ -229,10 +230,8 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		return end{}, true
 	}
 	r, err := c.robots.Get(ctx, j.u)
-	if err == nil && *src.cfg.Politeness.ObeyCrawlDelay {
-		if d := r.CrawlDelay(c.agent); d > 0 {
-			c.delays.Store(hostKey, d)
-		}
+	if err == nil {
+		c.learnCrawlDelay(src.cfg, hostKey, r)
 	}
 	// robots.txt requested for this lease: the page is a second request
 	// and waits the host's delay, queued again rather than holding a worker.
@@ -277,6 +276,17 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		return end{kind: released}, false
 	}
 	return end{}, true
+}
+
+// learnCrawlDelay keeps the Crawl-delay of the host's robots.txt r, for
+// the host's politeness (policy), when sc obeys it.
+func (c *Crawler) learnCrawlDelay(sc *config.Source, hostKey string, r *robots.Rules) {
+	if !*sc.Politeness.ObeyCrawlDelay {
+		return
+	}
+	if d := r.CrawlDelay(c.agent); d > 0 {
+		c.delays.Store(hostKey, d)
+	}
 }
 
 // failure is how a fetch that got no status ends: a network error,

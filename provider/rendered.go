@@ -35,6 +35,9 @@ func (c *Crawler) renderNotes(source, url string, r *fetch.Rendered) string {
 	if r.ScriptErrors > 0 {
 		note("script_error", fmt.Sprintf("%d uncaught, the first: %s", r.ScriptErrors, r.FirstScriptError), false)
 	}
+	if r.Dialogs > 0 {
+		note("render_dialog", fmt.Sprintf("%d dismissed, the first: %s", r.Dialogs, r.FirstDialog), false)
+	}
 	if r.Failed > 0 {
 		note("render_request_failed", fmt.Sprintf("%d of the page's %d requests failed, the first: %s", r.Failed, r.Requests, r.FirstFailure), false)
 	}

@@ -1,11 +1,15 @@
 package provider
 
 import (
+	"context"
 	"fmt"
+	"net/url"
+	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // source is one configured source with everything compiled for it.
@@ -26,9 +30,27 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := fetch.New(c.cfg, sc, rs, fetch.Options{Accept: accept(c.formats), Sniff: ex.sniff, Browser: c.browser})
+	opts := fetch.Options{Accept: accept(c.formats), Sniff: ex.sniff, Browser: c.browser,
+		Delay: func(hostKey string) time.Duration { return c.policy(hostKey).Delay }}
+	if *sc.Robots.Obey {
+		opts.Robots = func(ctx context.Context, u *url.URL) (bool, string, error) { return c.robotsAllow(ctx, sc, u) }
+	}
+	fs, err := fetch.New(c.cfg, sc, rs, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &source{cfg: sc, rules: rs, extractors: ex, fetch: fs}, nil
+}
+
+// robotsAllow says whether robots.txt lets the crawler have u, a request
+// of a page of sc being rendered, and the line that decided: the cache,
+// user agent and Crawl-delay the crawl's own requests have.
+func (c *Crawler) robotsAllow(ctx context.Context, sc *config.Source, u *url.URL) (bool, string, error) {
+	r, err := c.robots.Get(ctx, u)
+	if err != nil {
+		return false, "", err
+	}
+	c.learnCrawlDelay(sc, urlnorm.Origin(u.String()), r)
+	ok, line := r.Test(c.agent, u.RequestURI())
+	return ok, line, nil
 }

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/netip"
+	"net/url"
 	"sync"
 	"time"
 
@@ -77,6 +78,9 @@ type Source struct {
 	browser *render.Browser
 	sub     *http.Client
 	maxBody int64
+	// robotsAllow and delay are Options.Robots and Options.Delay.
+	robotsAllow func(ctx context.Context, u *url.URL) (bool, string, error)
+	delay       func(hostKey string) time.Duration
 }
 
 // Options are what the fetch layer takes besides the configuration.
@@ -92,6 +96,17 @@ type Options struct {
 	// Browser renders the pages whose source or crawl rule asks for it;
 	// nil when nothing renders.
 	Browser *render.Browser
+	// Robots says whether robots.txt lets the crawler have u, and the line
+	// that decided, for the requests of a rendered page, whatever their
+	// host (the page itself was checked before it was fetched); an error
+	// (robots.txt unreachable) refuses. Nil when the source ignores
+	// robots.txt.
+	Robots func(ctx context.Context, u *url.URL) (allowed bool, line string, err error)
+	// Delay is the pause a host wants between two requests (its
+	// politeness.delay, or its robots.txt Crawl-delay): a rendered page's
+	// requests to one host are made one at a time, this far apart. Nil
+	// makes them one at a time with no pause.
+	Delay func(hostKey string) time.Duration
 }
 
 // New builds the fetch layer of the source sc of cfg, whose compiled rules
@@ -142,6 +157,7 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 	s.maxRead = maxRead(cfg)
 	if opts.Browser != nil {
 		s.browser, s.maxBody = opts.Browser, cfg.Fetch.MaxBodyBytes
+		s.robotsAllow, s.delay = opts.Robots, opts.Delay
 		s.sub = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
