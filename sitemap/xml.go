@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html/charset"
+
+	"github.com/crawlspace/crawlspace/internal/xmlguard"
 )
 
 // maxDepth caps XML nesting. Sitemaps need four levels and feeds a handful
@@ -63,7 +65,7 @@ const (
 // xmlParser walks the token stream once, keeping only the entry being read.
 type xmlParser struct {
 	dec     *xml.Decoder
-	guard   *tokenGuard
+	guard   *xmlguard.Reader
 	res     *Result
 	maxURLs int
 	kind    Kind
@@ -93,7 +95,7 @@ type baseAt struct {
 }
 
 func parseXML(in *input, res *Result, base string, maxURLs int) error {
-	g := &tokenGuard{r: in.br}
+	g := xmlguard.New(in.br, maxToken, errTokenTooLarge)
 	dec := xml.NewDecoder(g)
 	// Not strict: sitemaps in the wild carry raw "&" in query strings and
 	// feeds carry HTML entities; both are kept as text rather than ending
@@ -123,7 +125,7 @@ func parseXML(in *input, res *Result, base string, maxURLs int) error {
 
 func (p *xmlParser) run() error {
 	for {
-		p.guard.mark = p.guard.n
+		p.guard.Mark()
 		tok, err := p.dec.Token()
 		if err != nil {
 			if err == io.EOF {
@@ -404,23 +406,4 @@ func attr(attrs []xml.Attr, space, local string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// tokenGuard fails a read once the current token has taken more than
-// maxToken bytes of input. run sets mark before each Token call; the
-// decoder reads through a 4 KiB buffer, so a token is cut at most that much
-// past the cap.
-type tokenGuard struct {
-	r    io.Reader
-	n    int64
-	mark int64
-}
-
-func (g *tokenGuard) Read(b []byte) (int, error) {
-	if g.n-g.mark > maxToken {
-		return 0, errTokenTooLarge
-	}
-	n, err := g.r.Read(b)
-	g.n += int64(n)
-	return n, err
 }
