@@ -2,12 +2,10 @@ package hostile
 
 import (
 	"bytes"
-	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"net/http"
 	"strings"
 	"sync"
@@ -119,57 +117,20 @@ func (b *Bomb) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// zeroBlock is a deflate stream of 1 MiB of zeros, ended by a sync flush,
-// that refers to nothing before it: it can be repeated to make any
-// multiple of 1 MiB without compressing the whole.
-var zeroBlock = sync.OnceValue(func() []byte { return deflateZeros(1 << 20) })
-
-func deflateZeros(n int) []byte {
-	var buf bytes.Buffer
-	w, _ := flate.NewWriter(&buf, flate.BestCompression)
-	w.Write(make([]byte, n))
-	w.Flush()
-	return buf.Bytes()
-}
-
-// deflateBody is a whole deflate stream of n zeros.
-func deflateBody(n int64) []byte {
-	block := zeroBlock()
-	var buf bytes.Buffer
-	buf.Grow(int(n>>20)*len(block) + 1024)
-	for range n >> 20 {
-		buf.Write(block)
-	}
-	if rest := int(n & (1<<20 - 1)); rest > 0 {
-		buf.Write(deflateZeros(rest))
-	}
-	// The final block: an empty one with the last-block bit set.
-	w, _ := flate.NewWriter(&buf, flate.BestCompression)
-	w.Close()
-	return buf.Bytes()
-}
-
 // GzipZeros is a valid gzip stream (RFC 1952) that decodes to n zeros.
 func GzipZeros(n int64) []byte {
+	body, crc, _ := deflateRun("", "\x00", int(n), "")
 	out := []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0xff}
-	out = append(out, deflateBody(n)...)
-	out = binary.LittleEndian.AppendUint32(out, crcZeros(n))
+	out = append(out, body...)
+	out = binary.LittleEndian.AppendUint32(out, crc)
 	return binary.LittleEndian.AppendUint32(out, uint32(n))
 }
 
 // zlibZeros is a zlib stream (RFC 1950, what HTTP calls deflate) of n zeros.
 func zlibZeros(n int64) []byte {
+	body, _, _ := deflateRun("", "\x00", int(n), "")
 	out := []byte{0x78, 0xda}
-	out = append(out, deflateBody(n)...)
+	out = append(out, body...)
 	// Adler-32 of zeros: the sum a stays 1, so b is n.
 	return binary.BigEndian.AppendUint32(out, uint32(n%65521)<<16|1)
-}
-
-func crcZeros(n int64) uint32 {
-	mib := make([]byte, 1<<20)
-	crc := uint32(0)
-	for ; n >= 1<<20; n -= 1 << 20 {
-		crc = crc32.Update(crc, crc32.IEEETable, mib)
-	}
-	return crc32.Update(crc, crc32.IEEETable, mib[:n])
 }
