@@ -45,6 +45,7 @@ var numericKeys = []numericKey{
 	{"documents.max_memory_bytes", global("documents: {max_memory_bytes: %s}"), "16MiB", "4GiB", "16777215", "4294967297"},
 	{"documents.max_unpacked_bytes", global("documents: {max_unpacked_bytes: %s}"), "1MiB", "16GiB", "1048575", "17179869185"},
 	{"documents.max_entries", global("documents: {max_entries: %s}"), "1", "1000000", "0", "1000001"},
+	{"documents.max_xml_token_bytes", global("documents: {max_xml_token_bytes: %s}"), "64KiB", "1GiB", "65535", "1073741825"},
 	{"browser.tabs", global("browser: {tabs: %s}"), "1", "64", "0", "65"},
 	{"browser.max_memory_bytes", global("browser: {max_memory_bytes: %s}"), "512MiB", "256GiB", "536870911", "274877906945"},
 	{"fetch.max_redirects", global("fetch: {max_redirects: %s}"), "0", "100", "-1", "101"},

@@ -185,6 +185,9 @@ type Documents struct {
 	// OpenDocument) may unpack to.
 	MaxUnpackedBytes int64 `yaml:"max_unpacked_bytes"`
 	MaxEntries       int   `yaml:"max_entries"`
+	// MaxXMLTokenBytes bounds one XML token of such a file: a text run, or
+	// a tag with its attributes.
+	MaxXMLTokenBytes int64 `yaml:"max_xml_token_bytes"`
 	Tika             Tika  `yaml:"tika"`
 }
 

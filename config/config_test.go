@@ -40,7 +40,7 @@ func TestDefaultsAreAppliedToWhatTheFileLeavesOut(t *testing.T) {
 		ResponseHeaderTimeout: Duration(30 * time.Second), Timeout: Duration(time.Minute),
 		MaxBodyBytes: 10 << 20, MaxDocumentBytes: 64 << 20, MaxRedirects: 10, MaxLinksPerPage: 2000})
 	check("documents", c.Documents, Documents{Timeout: Duration(time.Minute), MaxMemoryBytes: 512 << 20,
-		MaxUnpackedBytes: 256 << 20, MaxEntries: 10000})
+		MaxUnpackedBytes: 256 << 20, MaxEntries: 10000, MaxXMLTokenBytes: 8 << 20})
 	check("allow_private_networks", c.AllowPrivateNetworks, false)
 
 	check("discovery", *s.Discovery, true)

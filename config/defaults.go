@@ -45,6 +45,7 @@ import (
 //	documents.max_memory_bytes              536870912 (512 MiB)
 //	documents.max_unpacked_bytes            268435456 (256 MiB)
 //	documents.max_entries                   10000
+//	documents.max_xml_token_bytes           8388608 (8 MiB)
 //	documents.tika                          none; its types [] when url is set
 //	browser.path, .tabs                     /usr/bin/chromium, 2
 //	browser.max_memory_bytes                2147483648 (2 GiB)
@@ -238,6 +239,7 @@ func (c *Config) setDefaults(written func(string) bool) {
 	defaultAt(written, "documents.max_memory_bytes", &d.MaxMemoryBytes, 512<<20)
 	defaultAt(written, "documents.max_unpacked_bytes", &d.MaxUnpackedBytes, 256<<20)
 	defaultAt(written, "documents.max_entries", &d.MaxEntries, 10000)
+	defaultAt(written, "documents.max_xml_token_bytes", &d.MaxXMLTokenBytes, 8<<20)
 
 	br := &c.Browser
 	defaultAt(written, "browser.path", &br.Path, "/usr/bin/chromium")

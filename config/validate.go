@@ -327,6 +327,7 @@ func (k *checker) documents(d *Documents) {
 	k.size("documents.max_memory_bytes", d.MaxMemoryBytes, 16<<20, 4<<30)
 	k.size("documents.max_unpacked_bytes", d.MaxUnpackedBytes, 1<<20, 16<<30)
 	k.between("documents.max_entries", int64(d.MaxEntries), 1, 1_000_000)
+	k.size("documents.max_xml_token_bytes", d.MaxXMLTokenBytes, 64<<10, 1<<30)
 	t := d.Tika
 	if t.URL == "" {
 		if len(t.Types) > 0 {

@@ -67,6 +67,12 @@ type Limits struct {
 	// costs this much and no more.
 	MaxUnpacked int64
 	MaxEntries  int
+	// MaxToken bounds the input one XML token of a zip-based file may
+	// take: one text run, one tag with its attributes. The XML decoder
+	// holds a token whole, in a buffer that doubles as it grows, so a run
+	// of hundreds of megabytes packed into a small file would otherwise
+	// cost that and more; a read costs up to five times the bound.
+	MaxToken int64
 	// MaxMemory bounds the memory a reader that runs a parser in a sandbox
 	// (PDFium in WebAssembly) may give it.
 	MaxMemory int64
@@ -77,8 +83,14 @@ const (
 	DefaultMaxText     = 1 << 20
 	DefaultMaxUnpacked = 256 << 20
 	DefaultMaxEntries  = 10000
+	DefaultMaxToken    = 8 << 20
 	DefaultMaxMemory   = 512 << 20
 )
+
+// MaxLinks bounds the link targets a reader keeps from one file: far more
+// than a page's links are followed (fetch.max_links_per_page), few enough
+// that a file of nothing but links costs little.
+const MaxLinks = 10000
 
 // WithDefaults fills the zero limits.
 func (l Limits) WithDefaults() Limits {
@@ -91,6 +103,9 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxEntries <= 0 {
 		l.MaxEntries = DefaultMaxEntries
 	}
+	if l.MaxToken <= 0 {
+		l.MaxToken = DefaultMaxToken
+	}
 	if l.MaxMemory <= 0 {
 		l.MaxMemory = DefaultMaxMemory
 	}
@@ -102,7 +117,7 @@ func (l Limits) WithDefaults() Limits {
 const (
 	ReasonEncrypted = "encrypted"       // a password is needed to read the text
 	ReasonCorrupt   = "corrupt"         // the parser could not read the file; Err says why
-	ReasonTooLarge  = "too_large"       // past MaxUnpacked, MaxEntries or MaxMemory
+	ReasonTooLarge  = "too_large"       // past MaxUnpacked, MaxEntries, MaxToken or MaxMemory, or a reader's own bound
 	ReasonTimeout   = "extract_timeout" // ctx ended first
 	ReasonFailed    = "extract_failed"
 	// ReasonUnavailable is a reader that could not be reached (a Tika

@@ -31,19 +31,34 @@ func (t *Text) WriteString(s string) {
 		if t.truncated {
 			return
 		}
-		if unicode.IsSpace(r) || r == 0 {
-			t.space = t.b.Len() > 0 && !t.atLineStart()
-			continue
-		}
-		if r == utf8.RuneError {
-			r = unicode.ReplacementChar
-		}
-		if t.space {
-			t.put(' ')
-			t.space = false
-		}
-		t.put(r)
+		t.add(r)
 	}
+}
+
+// WriteBytes adds b to the current block, as WriteString does, without
+// a string copy of b: a reader's text run may be megabytes of which the
+// body keeps a few.
+func (t *Text) WriteBytes(b []byte) {
+	for len(b) > 0 && !t.truncated {
+		r, n := utf8.DecodeRune(b)
+		b = b[n:]
+		t.add(r)
+	}
+}
+
+func (t *Text) add(r rune) {
+	if unicode.IsSpace(r) || r == 0 {
+		t.space = t.b.Len() > 0 && !t.atLineStart()
+		return
+	}
+	if r == utf8.RuneError {
+		r = unicode.ReplacementChar
+	}
+	if t.space {
+		t.put(' ')
+		t.space = false
+	}
+	t.put(r)
 }
 
 // Space ends a word: what follows is separated from it, as a table cell

@@ -43,3 +43,17 @@ func TestTextReplacesInvalidUTF8(t *testing.T) {
 		t.Fatalf("text = %q, want a U+FFFD between a and b", got)
 	}
 }
+
+func TestTextWriteBytesIsWriteString(t *testing.T) {
+	for _, s := range []string{"  Annual\t\treport ", "a\xffb\xe2\x82", "ééééé é", "x\x00y\n\nz"} {
+		for _, max := range []int{0, 5} {
+			a, b := NewText(max), NewText(max)
+			a.WriteString(s)
+			b.WriteBytes([]byte(s))
+			if a.String() != b.String() || a.Truncated() != b.Truncated() {
+				t.Errorf("%q at %d: WriteBytes gave %q (truncated %v), WriteString %q (%v)",
+					s, max, b.String(), b.Truncated(), a.String(), a.Truncated())
+			}
+		}
+	}
+}

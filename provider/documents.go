@@ -26,7 +26,7 @@ type docExtractor struct {
 func newDocExtractor(r document.Reader, mapper *mapping.Extractor, d config.Documents, maxText int) *docExtractor {
 	return &docExtractor{reader: r, mapper: mapper, timeout: d.Timeout.D(),
 		limits: document.Limits{MaxText: maxText, MaxUnpacked: d.MaxUnpackedBytes, MaxEntries: d.MaxEntries,
-			MaxMemory: d.MaxMemoryBytes}}
+			MaxToken: d.MaxXMLTokenBytes, MaxMemory: d.MaxMemoryBytes}}
 }
 
 // typedReader is a reader that reads by the response's Content-Type (a

@@ -12,6 +12,7 @@ import (
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/hostile"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -124,6 +125,31 @@ func TestDocumentsHaveTheirOwnSizeLimitApartFromPages(t *testing.T) {
 	wantState(t, c, site.URL+"/big-page.html", frontier.Excluded, "too_large")
 	if d := exampleAt(report, "too_large", site.URL+"/big-page.html"); !strings.Contains(d, "fetch.max_body_bytes") {
 		t.Errorf("big-page.html: detail %q does not name fetch.max_body_bytes", d)
+	}
+}
+
+// An Office file whose one text run is past documents.max_xml_token_bytes,
+// as set in the config, is recorded too_large for its URL, with the part
+// and the key in the report; a run within it is indexed. (What such files
+// cost, and the reader's other bounds: document/office's tests.)
+func TestAnOfficeFilePastTheTokenBoundIsTooLargeForItsURL(t *testing.T) {
+	t.Parallel()
+	site := newSite(t)
+	// 2 MiB would be within the default bound of 8 MiB.
+	site.serveFile("/long.docx", mimeDOCX, hostile.DocxTextRun(2<<20), nil)
+	site.serveFile("/short.docx", mimeDOCX, hostile.DocxTextRun(512<<10), nil)
+	site.html("/", "home", links("/long.docx", "/short.docx"))
+	cfg, out := testConfig(t, "documents: {max_xml_token_bytes: 1MiB}", "", site.URL+"/")
+
+	c, report := crawlKeep(t, cfg)
+
+	wantState(t, c, site.URL+"/long.docx", frontier.Excluded, document.ReasonTooLarge)
+	want := "word/document.xml: an XML token (a text run, or a tag with its attributes) longer than 1048576 bytes (documents.max_xml_token_bytes)"
+	if d := exampleAt(report, document.ReasonTooLarge, site.URL+"/long.docx"); !strings.Contains(d, want) {
+		t.Errorf("long.docx: detail %q, want it to say %q", d, want)
+	}
+	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/short.docx"); !slicesEqual(got, want) {
+		t.Errorf("indexed %v, want %v", got, want)
 	}
 }
 

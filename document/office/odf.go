@@ -75,8 +75,8 @@ func (p *pkg) odfMeta(c *document.Content) error {
 				}
 			}
 		case xml.CharData:
-			if cur != "" && b.Len() < 64<<10 {
-				b.Write(t)
+			if cur != "" {
+				appendCapped(&b, t, 64<<10)
 			}
 		case xml.EndElement:
 			v := strings.TrimSpace(b.String())
@@ -94,7 +94,12 @@ func (p *pkg) odfMeta(c *document.Content) error {
 					c.Subject = v
 				}
 			case "keyword":
-				c.Keywords = append(c.Keywords, splitKeywords(v)...)
+				for _, k := range splitKeywords(v) {
+					if err := p.keep("meta.xml", len(k)); err != nil {
+						return err
+					}
+					c.Keywords = append(c.Keywords, k)
+				}
 			case "language":
 				c.Language = v
 			case "date":
@@ -138,7 +143,7 @@ const maxRepeat = 1 << 16
 
 func (p *pkg) odfContent(kind Kind, c *document.Content, text *document.Text) error {
 	var (
-		links     linkSet
+		links     = linkSet{p: p}
 		skip      int
 		paras     int // depth of text:p / text:h
 		cells     int
@@ -153,18 +158,16 @@ func (p *pkg) odfContent(kind Kind, c *document.Content, text *document.Text) er
 		pages     int
 	)
 	rowMax := p.lim.MaxText
-	write := func(s string) {
+	write := func(b []byte) {
 		if rows > 0 {
-			if row.Len() < rowMax {
-				row.WriteString(s)
-			}
+			appendCapped(&row, b, rowMax)
 			return
 		}
-		text.WriteString(s)
+		text.WriteBytes(b)
 	}
 	space := func() {
 		if rows > 0 {
-			write(" ")
+			write([]byte{' '})
 		} else {
 			text.Space()
 		}
@@ -235,9 +238,9 @@ func (p *pkg) odfContent(kind Kind, c *document.Content, text *document.Text) er
 			}
 		case xml.CharData:
 			if skip == 0 && paras > 0 {
-				write(string(t))
-				if inHeading && heading.Len() < 4096 {
-					heading.Write(t)
+				write(t)
+				if inHeading {
+					appendCapped(&heading, t, 4096)
 				}
 			}
 		case xml.EndElement:
@@ -305,5 +308,8 @@ func (p *pkg) odfContent(kind Kind, c *document.Content, text *document.Text) er
 		c.Pages = pages
 	}
 	c.Links = links.list
+	if links.err != nil {
+		return links.err
+	}
 	return err
 }

@@ -16,8 +16,10 @@ import (
 	"io"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/crawlspace/crawlspace/document"
+	"github.com/crawlspace/crawlspace/internal/xmlguard"
 )
 
 // Kind is one of the formats this package reads.
@@ -185,13 +187,15 @@ func (r reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *
 	return c, nil
 }
 
-// pkg is an opened zip package and what may still be decompressed from it.
+// pkg is an opened zip package, what may still be decompressed from it
+// and what the reader keeps of it beside the body.
 type pkg struct {
 	ctx    context.Context
 	lim    document.Limits
 	files  map[string]*zip.File
 	lower  map[string]*zip.File // OOXML part names compare case-insensitively
 	budget int64
+	kept   int64
 }
 
 func openPackage(ctx context.Context, data []byte, lim document.Limits) (*pkg, error) {
@@ -279,8 +283,35 @@ func (b *budgetReader) Read(buf []byte) (int, error) {
 
 func (b *budgetReader) Close() error { return b.rc.Close() }
 
+// maxKept bounds what a reader keeps of one file beside its body: the
+// relationships of the parts open at once, links, the lists of sheets and
+// slides, heading style ids, keywords. A file that needs more is hostile:
+// an office file keeps well under a megabyte, one with 100,000 hyperlinks
+// some 14 MB. entryCost is what one kept entry costs beside its strings,
+// in a map or a slice: 2 million empty relationships are 2 million
+// entries.
+const (
+	maxKept   = 16 << 20
+	entryCost = 64
+)
+
+// keep counts an entry of n bytes against maxKept; past it the read is
+// too_large.
+func (p *pkg) keep(what string, n int) error {
+	p.kept += int64(n) + entryCost
+	if p.kept > maxKept {
+		return document.Errorf(document.ReasonTooLarge, "%s: more than %d bytes kept beside the text (relationships, links, sheet and slide lists)", what, maxKept)
+	}
+	return nil
+}
+
+// forget gives back what keep counted for an entry of n bytes that is no
+// longer held.
+func (p *pkg) forget(n int) { p.kept -= int64(n) + entryCost }
+
 // Bounds on one part's XML: deeper nesting than any office file has, and
-// a token count past which a part is hostile rather than large.
+// a token count past which a part is hostile rather than large. The input
+// one token may take is Limits.MaxToken.
 const (
 	maxDepth  = 512
 	maxTokens = 50_000_000
@@ -292,6 +323,7 @@ type walker struct {
 	p     *pkg
 	name  string
 	rc    io.ReadCloser
+	guard *xmlguard.Reader
 	d     *xml.Decoder
 	depth int
 	n     int
@@ -302,14 +334,16 @@ func (p *pkg) walk(name string) (*walker, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := xml.NewDecoder(rc)
+	long := document.Errorf(document.ReasonTooLarge, "%s: an XML token (a text run, or a tag with its attributes) longer than %d bytes (documents.max_xml_token_bytes)", name, p.lim.MaxToken)
+	guard := xmlguard.New(rc, p.lim.MaxToken, long)
+	d := xml.NewDecoder(guard)
 	d.Strict = false
 	d.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
 		// Office writes UTF-8 (or UTF-16, which encoding/xml cannot read
 		// either way); a declared label is not worth failing over.
 		return in, nil
 	}
-	return &walker{p: p, name: name, rc: rc, d: d}, nil
+	return &walker{p: p, name: name, rc: rc, guard: guard, d: d}, nil
 }
 
 func (w *walker) close() { w.rc.Close() }
@@ -359,6 +393,7 @@ func (w *walker) raw() (xml.Token, error) {
 	if w.n > maxTokens {
 		return nil, document.Errorf(document.ReasonTooLarge, "%s: more than %d XML tokens", w.name, maxTokens)
 	}
+	w.guard.Mark()
 	t, err := w.d.Token()
 	if err != nil {
 		if err == io.EOF {
@@ -433,15 +468,23 @@ func relID(e xml.StartElement, local string) string {
 	return ""
 }
 
-// linkSet keeps links in first-seen order without repeats.
+// linkSet keeps links in first-seen order without repeats, up to
+// document.MaxLinks of them. A link the package cannot keep is its err,
+// which the reader returns once the part is read.
 type linkSet struct {
+	p    *pkg
 	seen map[string]bool
 	list []string
+	err  error
 }
 
 func (l *linkSet) add(s string) {
 	s = strings.TrimSpace(s)
-	if s == "" || l.seen[s] {
+	if s == "" || l.seen[s] || len(l.list) >= document.MaxLinks || l.err != nil {
+		return
+	}
+	// The string is shared by the map and the list: one string, two entries.
+	if l.err = l.p.keep("links", len(s)+entryCost); l.err != nil {
 		return
 	}
 	if l.seen == nil {
@@ -449,6 +492,23 @@ func (l *linkSet) add(s string) {
 	}
 	l.seen[s] = true
 	l.list = append(l.list, s)
+}
+
+// appendCapped writes to b what of t fits within max bytes, cut on a
+// character boundary: a text run may be megabytes where a field needs a
+// few.
+func appendCapped(b *strings.Builder, t []byte, max int) {
+	room := max - b.Len()
+	if room <= 0 {
+		return
+	}
+	if room < len(t) {
+		for room > 0 && !utf8.RuneStart(t[room]) {
+			room--
+		}
+		t = t[:room]
+	}
+	b.Write(t)
 }
 
 // partDir is the folder a part's relative references resolve against.

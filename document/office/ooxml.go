@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 type rel struct {
 	target   string // a part name, or the URL of an external target
-	typ      string
+	typ      string // the type's last segment: typeName
 	external bool
 }
 
@@ -30,7 +31,11 @@ func (p *pkg) rels(part string) (map[string]rel, error) {
 		if !ok || e.Name.Local != "Relationship" {
 			return nil
 		}
-		r := rel{target: attr(e, "Target"), typ: attr(e, "Type"), external: strings.EqualFold(attr(e, "TargetMode"), "External")}
+		r := rel{target: attr(e, "Target"), typ: typeName(attr(e, "Type")), external: strings.EqualFold(attr(e, "TargetMode"), "External")}
+		id := attr(e, "Id")
+		if err := p.keep(name, relSize(id, r)); err != nil {
+			return err
+		}
 		if !r.external {
 			if strings.HasPrefix(r.target, "/") {
 				r.target = strings.TrimPrefix(r.target, "/")
@@ -38,10 +43,31 @@ func (p *pkg) rels(part string) (map[string]rel, error) {
 				r.target = path.Join(partDir(part), r.target)
 			}
 		}
-		m[attr(e, "Id")] = r
+		m[id] = r
 		return nil
 	})
 	return m, err
+}
+
+// typeName is the last segment of a relationship type with its slash
+// ("/styles"), all byType looks at, copied: the namespace before it is
+// some 60 bytes a relationship need not hold.
+func typeName(t string) string {
+	i := strings.LastIndexByte(t, '/')
+	if i < 0 {
+		return ""
+	}
+	return strings.Clone(t[i:])
+}
+
+func relSize(id string, r rel) int { return len(id) + len(r.target) + len(r.typ) }
+
+// forgetRels gives back what rels kept, once the part they belong to is
+// read.
+func (p *pkg) forgetRels(m map[string]rel) {
+	for id, r := range m {
+		p.forget(relSize(id, r))
+	}
 }
 
 // byType is the target of the first relationship whose type ends in
@@ -73,9 +99,10 @@ func (p *pkg) mainPart(usual string) (string, error) {
 	return usual, nil
 }
 
-// topLevelText collects the text of each child of a part's root element
-// by local name: the shape of core.xml and app.xml.
-func (p *pkg) topLevelText(name string) (map[string]string, error) {
+// topLevelText collects the text of the children of a part's root element
+// that have one of the local names asked for, the first of each name: the
+// shape of core.xml and app.xml. Each text is kept up to 64 KB.
+func (p *pkg) topLevelText(name string, names ...string) (map[string]string, error) {
 	m := map[string]string{}
 	depth := 0
 	var cur string
@@ -85,18 +112,19 @@ func (p *pkg) topLevelText(name string) (map[string]string, error) {
 		case xml.StartElement:
 			depth++
 			if depth == 2 {
-				cur = t.Name.Local
+				cur = ""
+				if _, seen := m[t.Name.Local]; !seen && slices.Contains(names, t.Name.Local) {
+					cur = t.Name.Local
+				}
 				b.Reset()
 			}
 		case xml.CharData:
-			if depth >= 2 && b.Len() < 64<<10 {
-				b.Write(t)
+			if depth >= 2 && cur != "" {
+				appendCapped(&b, t, 64<<10)
 			}
 		case xml.EndElement:
-			if depth == 2 {
-				if _, ok := m[cur]; !ok {
-					m[cur] = strings.TrimSpace(b.String())
-				}
+			if depth == 2 && cur != "" {
+				m[cur] = strings.TrimSpace(b.String())
 			}
 			depth--
 		}
@@ -108,7 +136,7 @@ func (p *pkg) topLevelText(name string) (map[string]string, error) {
 // coreProperties fills the metadata of docProps/core.xml and the page or
 // slide count of docProps/app.xml (countField names it).
 func (p *pkg) coreProperties(c *document.Content, countField string) error {
-	core, err := p.topLevelText("docProps/core.xml")
+	core, err := p.topLevelText("docProps/core.xml", "title", "creator", "subject", "description", "keywords", "language", "modified", "created")
 	if err != nil {
 		return err
 	}
@@ -127,7 +155,7 @@ func (p *pkg) coreProperties(c *document.Content, countField string) error {
 	if countField == "" {
 		return nil
 	}
-	app, err := p.topLevelText("docProps/app.xml")
+	app, err := p.topLevelText("docProps/app.xml", countField)
 	if err != nil {
 		return err
 	}
@@ -189,7 +217,7 @@ func (p *pkg) readDOCX(c *document.Content, text *document.Text) error {
 	if err != nil {
 		return err
 	}
-	var links linkSet
+	links := linkSet{p: p}
 	// Footnotes and endnotes follow the body: they are the author's text.
 	// Headers and footers are not: they repeat on every page and say little.
 	parts := []string{main}
@@ -205,8 +233,15 @@ func (p *pkg) readDOCX(c *document.Content, text *document.Text) error {
 				return err
 			}
 		}
-		if err := finish(p.docxPart(part, headings, r, c, text, &links)); err != nil {
+		err := finish(p.docxPart(part, headings, r, c, text, &links))
+		if i > 0 {
+			p.forgetRels(r)
+		}
+		if err != nil {
 			return err
+		}
+		if links.err != nil {
+			return links.err
 		}
 		if text.Full() {
 			break
@@ -233,10 +268,11 @@ func (p *pkg) headingStyles(styles string) (map[string]bool, error) {
 		case "style":
 			id = attr(e, "styleId")
 		case "name":
-			if id != "" {
+			if id != "" && !m[id] {
 				switch strings.ToLower(attr(e, "val")) {
 				case "heading 1", "title":
 					m[id] = true
+					return p.keep(styles, len(id))
 				}
 			}
 		}
@@ -285,13 +321,13 @@ func (p *pkg) docxPart(part string, headings map[string]bool, rels map[string]re
 				}
 			}
 		case xml.CharData:
-			if inInstr && instr.Len() < 4096 {
-				instr.Write(t)
+			if inInstr {
+				appendCapped(&instr, t, 4096)
 			}
 			if inText {
-				text.WriteString(string(t))
-				if isHeading && heading.Len() < 4096 {
-					heading.Write(t)
+				text.WriteBytes(t)
+				if isHeading {
+					appendCapped(&heading, t, 4096)
 				}
 			}
 		case xml.EndElement:
@@ -364,7 +400,9 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 	var sheets []sheet
 	err = p.each(main, false, func(t xml.Token) error {
 		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "sheet" {
-			sheets = append(sheets, sheet{attr(e, "name"), relID(e, "id")})
+			s := sheet{attr(e, "name"), relID(e, "id")}
+			sheets = append(sheets, s)
+			return p.keep(main, len(s.name)+len(s.id))
 		}
 		return nil
 	})
@@ -375,7 +413,7 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 	if err != nil {
 		return err
 	}
-	var links linkSet
+	links := linkSet{p: p}
 	for _, s := range sheets {
 		r, ok := rels[s.id]
 		if !ok || r.external || p.file(r.target) == nil {
@@ -386,6 +424,9 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 		if err := finish(p.xlsxSheet(r.target, shared, text, &links)); err != nil {
 			return err
 		}
+		if links.err != nil {
+			return links.err
+		}
 		text.Break()
 		if text.Full() {
 			break
@@ -395,10 +436,15 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 	return nil
 }
 
-// sharedStrings is the workbook's string table. Past max bytes the strings
-// are kept as "": Excel numbers them in order of first use, row by row, so
-// a body cut at MaxText seldom needs them, and a huge table would
-// otherwise all sit in memory.
+// stringCost is what a string of the table costs beside its bytes.
+const stringCost = 16
+
+// sharedStrings is the workbook's string table as far as max bytes of it
+// go, each string counted with stringCost; the part is read no further.
+// Excel numbers strings in order of first use, row by row, so a body cut
+// at MaxText seldom needs those past it, and a cell whose string was not
+// kept reads as empty. Millions of strings would otherwise all sit in
+// memory.
 func (p *pkg) sharedStrings(part string, max int) ([]string, error) {
 	if part == "" {
 		return nil, nil
@@ -422,17 +468,17 @@ func (p *pkg) sharedStrings(part string, max int) ([]string, error) {
 				phonetic++
 			}
 		case xml.CharData:
-			if inT {
-				b.Write(t)
+			// One byte past what fits tells that the string does not.
+			if room := max - kept + 1 - b.Len(); inT && room > 0 {
+				b.Write(t[:min(len(t), room)])
 			}
 		case xml.EndElement:
 			switch t.Name.Local {
 			case "si":
-				if kept += b.Len(); kept <= max {
-					out = append(out, b.String())
-				} else {
-					out = append(out, "")
+				if kept += b.Len() + stringCost; kept > max {
+					return errStop
 				}
+				out = append(out, b.String())
 			case "t":
 				inT = false
 			case "rPh":
@@ -441,7 +487,7 @@ func (p *pkg) sharedStrings(part string, max int) ([]string, error) {
 		}
 		return nil
 	})
-	return out, err
+	return out, finish(err)
 }
 
 func (p *pkg) xlsxSheet(part string, shared []string, text *document.Text, links *linkSet) error {
@@ -449,6 +495,7 @@ func (p *pkg) xlsxSheet(part string, shared []string, text *document.Text, links
 	if err != nil {
 		return err
 	}
+	defer p.forgetRels(rels)
 	var (
 		typ        string
 		val        strings.Builder
@@ -476,10 +523,10 @@ func (p *pkg) xlsxSheet(part string, shared []string, text *document.Text, links
 				}
 			}
 		case xml.CharData:
-			if inV && val.Len() < 1<<16 {
-				val.Write(t)
-			} else if inT && inlineText.Len() < 1<<20 {
-				inlineText.Write(t)
+			if inV {
+				appendCapped(&val, t, 1<<16)
+			} else if inT {
+				appendCapped(&inlineText, t, 1<<20)
 			}
 		case xml.EndElement:
 			switch t.Name.Local {
@@ -540,6 +587,7 @@ func (p *pkg) readPPTX(c *document.Content, text *document.Text) error {
 		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "sldId" {
 			if r, ok := rels[relID(e, "id")]; ok && !r.external {
 				slides = append(slides, r.target)
+				return p.keep(main, len(r.target))
 			}
 		}
 		return nil
@@ -550,26 +598,13 @@ func (p *pkg) readPPTX(c *document.Content, text *document.Text) error {
 	if c.Pages == 0 {
 		c.Pages = len(slides)
 	}
-	var links linkSet
+	links := linkSet{p: p}
 	for _, s := range slides {
 		if p.file(s) == nil {
 			continue
 		}
-		srels, err := p.rels(s)
-		if err != nil {
+		if err := p.slideText(s, text, &links); err != nil {
 			return err
-		}
-		if err := finish(p.drawingText(s, srels, text, &links)); err != nil {
-			return err
-		}
-		if n := byType(srels, "/notesSlide"); n != "" && p.file(n) != nil {
-			nrels, err := p.rels(n)
-			if err != nil {
-				return err
-			}
-			if err := finish(p.drawingText(n, nrels, text, &links)); err != nil {
-				return err
-			}
 		}
 		text.Break()
 		if text.Full() {
@@ -578,6 +613,30 @@ func (p *pkg) readPPTX(c *document.Content, text *document.Text) error {
 	}
 	c.Links = links.list
 	return nil
+}
+
+// slideText writes the text of a slide, then of its notes.
+func (p *pkg) slideText(slide string, text *document.Text, links *linkSet) error {
+	notes, err := p.drawingPart(slide, text, links)
+	if err != nil || notes == "" || p.file(notes) == nil {
+		return err
+	}
+	_, err = p.drawingPart(notes, text, links)
+	return err
+}
+
+// drawingPart writes the text of a slide or notes slide with its
+// relationships, and is the notes slide they name.
+func (p *pkg) drawingPart(part string, text *document.Text, links *linkSet) (string, error) {
+	rels, err := p.rels(part)
+	if err != nil {
+		return "", err
+	}
+	defer p.forgetRels(rels)
+	if err := finish(p.drawingText(part, rels, text, links)); err != nil {
+		return "", err
+	}
+	return byType(rels, "/notesSlide"), links.err
 }
 
 // drawingText writes the DrawingML text of a slide or notes slide:
@@ -614,7 +673,7 @@ func (p *pkg) drawingText(part string, rels map[string]rel, text *document.Text,
 			}
 		case xml.CharData:
 			if inT && skip == 0 {
-				text.WriteString(string(t))
+				text.WriteBytes(t)
 			}
 		case xml.EndElement:
 			if skip > 0 {

@@ -1,0 +1,6 @@
+//go:build !race
+
+package office
+
+// raceDetector says these tests run under the race detector.
+const raceDetector = false
