@@ -7,6 +7,7 @@ import (
 	"golang.org/x/text/encoding/korean"
 	"golang.org/x/text/encoding/simplifiedchinese"
 	"golang.org/x/text/encoding/traditionalchinese"
+	"golang.org/x/text/transform"
 )
 
 // codePages are the Windows code pages RTF writers name in \ansicpg, with \mac's and \pc's.
@@ -36,15 +37,31 @@ var charsetCodePage = map[int]int{
 // decode turns 8-bit text in a code page into UTF-8; an unknown code page reads as Windows-1252,
 // RTF's default.
 func decode(b []byte, cp int) string {
-	enc, ok := codePages[cp]
-	if !ok {
-		enc = charmap.Windows1252
-	}
-	out, err := enc.NewDecoder().Bytes(b)
+	out, err := encodingOf(cp).NewDecoder().Bytes(b)
 	if err != nil {
 		return string(b) // the text builder turns what is not UTF-8 into U+FFFD
 	}
 	return string(out)
+}
+
+// decodeSome decodes, as decode does, the longest start of b that ends on a character, and
+// says how many bytes that was: the rest begins a double-byte character whose second byte is
+// still to come.
+func decodeSome(b []byte, cp int) (string, int) {
+	// A byte becomes at most three bytes of UTF-8, two bytes at most four.
+	out := make([]byte, 3*len(b))
+	nOut, n, err := encodingOf(cp).NewDecoder().Transform(out, b, false)
+	if err != nil && err != transform.ErrShortSrc {
+		return string(b), len(b)
+	}
+	return string(out[:nOut]), n
+}
+
+func encodingOf(cp int) encoding.Encoding {
+	if enc, ok := codePages[cp]; ok {
+		return enc
+	}
+	return charmap.Windows1252
 }
 
 // lcid maps the Windows language identifiers of \deflang to language tags, for the languages

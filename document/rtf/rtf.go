@@ -29,8 +29,13 @@ const (
 	maxDepth = 1024
 	// maxField bounds each \info property and each field instruction kept.
 	maxField = 4096
-	// maxLinks bounds the HYPERLINK targets kept.
-	maxLinks = 10000
+	// maxFonts bounds the font table's code pages kept: a file of nothing but fonts would
+	// otherwise cost some 40 bytes of memory for every 24 it takes. Past it, text in a font
+	// not kept is read in the document's code page.
+	maxFonts = 1 << 16
+	// maxPend bounds the 8-bit text held before it is decoded: a run of megabytes without a
+	// control word is decoded as it comes, so it costs this much and the body's limit ends it.
+	maxPend = 64 << 10
 	// checkEvery is how many tokens pass between looks at ctx.
 	checkEvery = 1 << 16
 )
@@ -326,7 +331,8 @@ func (p *parser) word(w string, n int, hasParam, first bool) {
 		case "f":
 			p.fontNum = n
 		case "fcharset":
-			if cp, ok := charsetCodePage[n]; ok {
+			_, known := p.fonts[p.fontNum]
+			if cp, ok := charsetCodePage[n]; ok && (known || len(p.fonts) < maxFonts) {
 				p.fonts[p.fontNum] = cp
 			}
 		}
@@ -492,6 +498,11 @@ func (p *parser) byteText(b byte) {
 	}
 	p.pendCP = p.st.cp
 	p.pend = append(p.pend, b)
+	if len(p.pend) >= maxPend {
+		s, n := decodeSome(p.pend, p.pendCP)
+		p.pend = p.pend[:copy(p.pend, p.pend[n:])]
+		p.write(s)
+	}
 }
 
 // flush decodes the pending 8-bit text.
@@ -565,7 +576,7 @@ func (p *parser) endParagraph() {
 // \l "bookmark" alone points inside the file.
 func (p *parser) link(inst string) {
 	f := strings.Fields(strings.TrimSpace(inst))
-	if len(f) < 2 || !strings.EqualFold(f[0], "HYPERLINK") || len(p.links) >= maxLinks {
+	if len(f) < 2 || !strings.EqualFold(f[0], "HYPERLINK") || len(p.links) >= document.MaxLinks {
 		return
 	}
 	rest := strings.TrimSpace(inst[strings.Index(inst, f[0])+len(f[0]):])
