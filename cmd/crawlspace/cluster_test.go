@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,21 +123,6 @@ func (s *clusterSite) fetched() (pages, total, most int) {
 	return
 }
 
-// startCommand starts crawlspace with args in a child process.
-func startCommand(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	env, _ := json.Marshal(args)
-	cmd.Env = append(os.Environ(), commandEnv+"="+string(env))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd, &out
-}
-
 func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnotherJoinsLate(t *testing.T) {
 	t.Parallel()
 	// Slow enough that a kill lands mid-crawl.
@@ -177,34 +159,11 @@ sources:
 		}
 		return
 	}
-	// No limit of its own: the processes get until shortly before go
-	// test's -timeout, then each is made to dump its goroutines (SIGQUIT)
-	// and the test fails with what they printed.
-	deadline := make(<-chan time.Time)
-	if d, ok := t.Deadline(); ok {
-		deadline = time.After(time.Until(d) - time.Minute)
-	}
-	type proc struct {
-		name string
-		cmd  *exec.Cmd
-		out  *bytes.Buffer
-		done chan error
-	}
 	start := func(node string) *proc {
-		cmd, out := startCommand(t, "crawl", "-config", config(node))
-		p := &proc{name: node, cmd: cmd, out: out, done: make(chan error, 1)}
-		go func() { p.done <- cmd.Wait() }()
-		return p
+		return startProc(t, node, "crawl", "-config", config(node))
 	}
 	a, b, c := start("a"), start("b"), start("c")
 	procs := []*proc{a, b, c}
-	logs := func() string {
-		var sb strings.Builder
-		for _, p := range procs {
-			fmt.Fprintf(&sb, "\n--- process %s:\n%s", p.name, p.out)
-		}
-		return sb.String()
-	}
 	const all = clusterHosts * clusterPages
 	for fetchedAll() < all/3 {
 		time.Sleep(20 * time.Millisecond)
@@ -229,21 +188,12 @@ sources:
 	mayRepeat := pendingOf(t, name+"-state", byB)
 	d := start("d")
 	procs = append(procs, d)
+	// No limit of its own: the processes get until shortly before go
+	// test's -timeout (awaitExit).
+	awaitExit(t, func() string { return fmt.Sprintf("%d of %d pages fetched", fetchedAll(), all) }, a, c, d)
 	for _, p := range []*proc{a, c, d} {
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Errorf("process %s: %v\n%s", p.name, err, p.out)
-			}
-		case <-deadline:
-			for _, q := range []*proc{a, c, d} {
-				q.cmd.Process.Signal(syscall.SIGQUIT)
-			}
-			for _, q := range []*proc{a, c, d} {
-				<-q.done
-			}
-			t.Fatalf("process %s had not ended shortly before the test's timeout (%d of %d pages fetched); their logs and goroutines:%s",
-				p.name, fetchedAll(), all, logs())
+		if code := p.exitCode(); code != exitOK {
+			t.Errorf("process %s exited %d\n%s", p.name, code, p.out)
 		}
 	}
 	if killedAt >= all {
@@ -275,7 +225,7 @@ sources:
 	}
 	t.Logf("%d pages, %d fetched before the kill, %d in flight or unacknowledged then; %d fetched again", all, killedAt, len(mayRepeat), refetches)
 	if t.Failed() {
-		t.Logf("the processes' logs:%s", logs())
+		t.Logf("the processes' logs:%s", outputs(procs...))
 	}
 
 	es := estest.Client(t)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,8 +34,7 @@ func TestClusterFigures(t *testing.T) {
 			}
 			cpu0 := nodeCPU(t)
 			began := time.Now()
-			var cmds []*exec.Cmd
-			var outs []fmt.Stringer
+			var procs []*proc
 			for i := range n {
 				cfg := crawltest.WriteConfig(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
@@ -47,18 +45,18 @@ sources:
   - name: hosts
     start_urls: [%s]
 `, estest.URL(t), name, name, i, strings.Join(starts, ", ")))
-				cmd, out := startCommand(t, "crawl", "-config", cfg)
-				cmds, outs = append(cmds, cmd), append(outs, out)
+				procs = append(procs, startProc(t, fmt.Sprint(i), "crawl", "-config", cfg))
 			}
 			var procCPU time.Duration
 			var requests, sent, received int64
 			re := regexp.MustCompile(`msg="state store requests".* requests=(\d+) bytes_sent=(\d+) bytes_received=(\d+)`)
-			for i, c := range cmds {
-				if err := c.Wait(); err != nil {
-					t.Fatalf("process %d: %v\n%s", i, err, outs[i])
+			awaitExit(t, func() string { return "the crawl" }, procs...)
+			for _, p := range procs {
+				if code := p.exitCode(); code != exitOK {
+					t.Fatalf("process %s exited %d\n%s", p.name, code, p.out)
 				}
-				procCPU += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
-				if m := re.FindStringSubmatch(outs[i].String()); m != nil {
+				procCPU += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+				if m := re.FindStringSubmatch(p.out.String()); m != nil {
 					r, _ := strconv.ParseInt(m[1], 10, 64)
 					s, _ := strconv.ParseInt(m[2], 10, 64)
 					v, _ := strconv.ParseInt(m[3], 10, 64)

@@ -330,8 +330,7 @@ func (o *ownership) tick(ctx context.Context) error {
 	body.line(member)
 	for p, h := range o.held {
 		if h.draining && s.sched.inFlight(p) == 0 {
-			body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": h.seq, "if_primary_term": h.term}})
-			body.line(leaseDoc{Type: "lease", Part: p, Released: true})
+			releaseLine(&body, s.meta, p, h.seq, h.term)
 			ops = append(ops, op{part: p, kind: "release"})
 			continue
 		}
@@ -552,8 +551,7 @@ func (o *ownership) releaseAll(ctx context.Context) error {
 	var body ndjson
 	o.mu.Lock()
 	for p, h := range o.held {
-		body.line(map[string]any{"index": map[string]any{"_index": s.meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": h.seq, "if_primary_term": h.term}})
-		body.line(leaseDoc{Type: "lease", Part: p, Released: true})
+		releaseLine(&body, s.meta, p, h.seq, h.term)
 		h.end()
 	}
 	o.held = map[int]*heldPart{}
@@ -564,7 +562,40 @@ func (o *ownership) releaseAll(ctx context.Context) error {
 	if _, err := s.bulk(ctx, body.Bytes(), "true"); err != nil {
 		return &Error{Op: "give the partitions back", Err: err}
 	}
+	// A round whose answer was lost (a timeout on a busy node) may have
+	// renewed or taken a lease after the version held here: that release
+	// was refused (409), and the lease, naming this process still, would
+	// keep its partition from the others until it expires. Each such
+	// lease is given back over the version it is read at.
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				SeqNo       int64      `json:"_seq_no"`
+				PrimaryTerm int64      `json:"_primary_term"`
+				Source      metaSource `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	q := map[string]any{"size": s.parts, "seq_no_primary_term": true, "query": map[string]any{"bool": map[string]any{
+		"filter": []any{map[string]any{"term": map[string]any{"type": "lease"}}, map[string]any{"term": map[string]any{"holder": s.node}}}}}}
+	if err := s.do(ctx, http.MethodPost, "/"+s.meta+"/_search", q, &ans); err != nil {
+		return &Error{Op: "read the partitions given back", Err: err}
+	}
+	body.Reset()
+	for _, h := range ans.Hits.Hits {
+		releaseLine(&body, s.meta, h.Source.Part, h.SeqNo, h.PrimaryTerm)
+	}
+	if _, err := s.bulk(ctx, body.Bytes(), "true"); err != nil {
+		return &Error{Op: "give the partitions back", Err: err}
+	}
 	return nil
+}
+
+// releaseLine writes, into body, partition p's lease given back over the
+// version (seq, term).
+func releaseLine(body *ndjson, meta string, p int, seq, term int64) {
+	body.line(map[string]any{"index": map[string]any{"_index": meta, "_id": fmt.Sprintf("lease-%d", p), "if_seq_no": seq, "if_primary_term": term}})
+	body.line(leaseDoc{Type: "lease", Part: p, Released: true})
 }
 
 // Cluster returns the cluster as this process last read it.

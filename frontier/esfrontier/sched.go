@@ -258,6 +258,12 @@ func (s *Store) Stats() frontier.Stats { return s.sched.stats() }
 func (s *Store) Next(ctx context.Context) (frontier.Lease, error) {
 	q := s.sched
 	for {
+		// An ended ctx wins over ready work: a worker that releases its
+		// lease on cancellation would otherwise be handed it straight back,
+		// for ever.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
