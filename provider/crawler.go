@@ -92,6 +92,8 @@ type Crawler struct {
 	// timing holds the crawler's waits; a crawler of its own lets a test
 	// shorten them without slowing or racing another test.
 	timing timing
+	// ran is the cycle last begun or resumed here.
+	ran atomic.Uint64
 }
 
 // timing holds how long a crawler waits, for what.
@@ -291,6 +293,11 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	c.reportMu.Unlock()
 	c.writes.begin(ctx)
 	c.warnings(report)
+	if c.cluster != nil {
+		// An attempt its store failed (the state's cluster unreachable past
+		// its retries) is followed by another: this one.
+		c.cluster.Recover()
+	}
 	err := c.cycle(ctx, discover)
 	// Searches see the cycle only once every write of it has landed; a
 	// stop or an outage that outlasts flushWait ends it unpublished, its
@@ -313,6 +320,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err != nil {
 		return err
 	}
+	c.ran.Store(cycle)
 	c.log.Debug("cycle starts", "cycle", cycle, "resumed", resumed)
 	if err := c.rebuildIfNewTarget(); err != nil {
 		return err

@@ -48,6 +48,21 @@ func (c *Crawler) Store() frontier.Store { return c.front }
 // state is embedded.
 func (c *Crawler) Cluster() *esfrontier.Store { return c.cluster }
 
+// CycleBegun returns a channel closed once another process sharing the
+// crawl has begun a cycle past the last one this crawler ran (it learns of
+// it at its next lease round); nil, never ready, with the embedded store,
+// which no other process changes.
+func (c *Crawler) CycleBegun() <-chan struct{} {
+	if c.cluster == nil {
+		return nil
+	}
+	ran := c.ran.Load()
+	if ran == 0 {
+		ran = c.cluster.Cycle()
+	}
+	return c.cluster.CycleAfter(ran)
+}
+
 // clusterWarnings are what a cluster's store does not do yet.
 func (c *Crawler) clusterWarnings(report *Report) {
 	if c.cluster == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
@@ -82,11 +83,17 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		}
 	}
 	agedEvery := agedCheckInterval(cfg)
+	var down storeOutage
 	for {
 		stopProgress := o.watch(ctx, c, states)
 		report, next, err := c.CrawlDue(ctx, time.Now())
 		stopProgress()
 		wake := min(time.Until(next), agedEvery)
+		var clusterErr *esfrontier.Error
+		retry, failing := down.failed(errors.As(err, &clusterErr), time.Now())
+		if failing {
+			wake = retry
+		}
 		if status != nil {
 			status.CycleDone(report, err, time.Now().Add(max(wake, time.Second)))
 		}
@@ -109,7 +116,20 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 			log.Error("cycle failed: the service stops", "err", err)
 			return exitFailed
 		}
-		if err != nil {
+		switch {
+		case failing && retry < 0:
+			// As with a broken embedded store: exit 1, the partitions given
+			// back if the cluster answers, else left to expire, so that the
+			// processes that can crawl take them.
+			log.Error("cycle failed: the state store stayed unreachable, the service stops",
+				"for", down.lasted(time.Now()).Round(time.Second).String(), "err", err)
+			return exitFailed
+		case failing:
+			// The partitions this process holds wait for it: it tries again
+			// soon, not at the next discovery.
+			log.Warn("cycle failed: the state store is unreachable, the cycle is tried again",
+				"in", retry.String(), "failing_for", down.lasted(time.Now()).Round(time.Second).String(), "err", err)
+		case err != nil:
 			// A failed cycle (Elasticsearch down, say) is retried at the next
 			// wake-up; its pending writes are kept in the state store.
 			log.Error("cycle failed", "err", err)
@@ -117,15 +137,60 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		if hooks.cycleDone != nil {
 			hooks.cycleDone(report, err)
 		}
-		log.Info("next cycle", "in", wake.Round(time.Second).String(), "next_discovery", next.Format(time.RFC3339))
+		if !failing {
+			log.Info("next cycle", "in", wake.Round(time.Second).String(), "next_discovery", next.Format(time.RFC3339))
+		}
 		select {
 		case <-ctx.Done():
 			log.Info("stopping")
 			return exitOK
 		case <-time.After(max(wake, time.Second)):
+		case <-c.CycleBegun():
+			// Another process of the cluster began a cycle: its URLs in
+			// this process's partitions wait for this process.
+			log.Info("another process began a cycle: joining it", "cycle", c.Store().Cycle())
 		}
 	}
 }
+
+// Retries of a cycle the shared state store failed: the first after
+// firstRetry, each next one twice as late up to maxRetry; after giveUp
+// of failures on end the service stops.
+const (
+	firstRetry = 2 * time.Second
+	maxRetry   = time.Minute
+	giveUp     = 5 * time.Minute
+)
+
+// storeOutage follows the cycles that the shared state store failed in a
+// row.
+type storeOutage struct {
+	since time.Time // the first failure of the row; zero when none
+	wait  time.Duration
+}
+
+// failed records how a cycle ended at now: failed by the shared state
+// store or not. failing says the store fails; retry is then the wait
+// before the next attempt, or negative once the failures have lasted
+// past giveUp.
+func (o *storeOutage) failed(byStore bool, now time.Time) (retry time.Duration, failing bool) {
+	if !byStore {
+		*o = storeOutage{}
+		return 0, false
+	}
+	if o.since.IsZero() {
+		o.since, o.wait = now, firstRetry
+	} else {
+		o.wait = min(2*o.wait, maxRetry)
+	}
+	if now.Sub(o.since) >= giveUp {
+		return -1, true
+	}
+	return o.wait, true
+}
+
+// lasted is how long the store has failed, at now.
+func (o *storeOutage) lasted(now time.Time) time.Duration { return now.Sub(o.since) }
 
 // agedCheckInterval is how often the service wakes for aged checks between
 // discoveries: a tenth of the shortest max_age, between a minute and an hour.

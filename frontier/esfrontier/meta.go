@@ -62,10 +62,31 @@ func (s *Store) Cycle() uint64 { return s.cycle.Load() }
 func (s *Store) observeCycle(c uint64) {
 	for {
 		cur := s.cycle.Load()
-		if c <= cur || s.cycle.CompareAndSwap(cur, c) {
+		if c <= cur {
+			return
+		}
+		if s.cycle.CompareAndSwap(cur, c) {
+			s.cycleMu.Lock()
+			close(s.cycleMoved)
+			s.cycleMoved = make(chan struct{})
+			s.cycleMu.Unlock()
 			return
 		}
 	}
+}
+
+// CycleAfter returns a channel closed once the crawl's cycle is past n: a
+// process between its cycles learns, at its next round, that another
+// began one, and joins it.
+func (s *Store) CycleAfter(n uint64) <-chan struct{} {
+	s.cycleMu.Lock()
+	defer s.cycleMu.Unlock()
+	if s.cycle.Load() > n {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return s.cycleMoved
 }
 
 // BeginCycle starts the cycle after the one this process knows. When

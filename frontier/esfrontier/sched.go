@@ -1007,8 +1007,22 @@ func (q *scheduler) store(ctx context.Context, batch []*completion) {
 	s.markSeen(batch)
 }
 
-// fail ends every lease of batch unrecorded and breaks the store: the
-// cluster did not take a write after every retry.
+// Recover makes a store whose outcomes could not be stored (the cluster
+// unreachable past every retry) hand out URLs again, for another attempt
+// at the cycle: Next no longer returns the failure, and the URLs whose
+// outcome was lost, still Waiting in the index, are leased again (each
+// fetched once more). Call it with no worker running.
+func (s *Store) Recover() {
+	q := s.sched
+	q.mu.Lock()
+	q.broken = nil
+	clear(q.held)
+	q.mu.Unlock()
+	q.askLoad()
+}
+
+// fail ends every lease of batch unrecorded and breaks the store until
+// Recover: the cluster did not take a write after every retry.
 func (q *scheduler) fail(batch []*completion, err error) {
 	e := &Error{Op: "record outcomes", Err: err}
 	q.mu.Lock()

@@ -116,6 +116,11 @@ type Store struct {
 	own   *ownership
 	bud   *budgets
 
+	// cycleMoved is closed, and replaced, each time cycle moves forward;
+	// cycleMu orders the two.
+	cycleMu    sync.Mutex
+	cycleMoved chan struct{}
+
 	seenMu    sync.Mutex
 	seen      map[uint64]struct{}
 	seenCycle uint64
@@ -151,7 +156,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	s := &Store{es: opt.Client, urls: opt.Prefix + "-urls", links: opt.Prefix + "-links", meta: opt.Prefix + "-meta",
 		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, histLen: opt.History, policy: opt.Policy, now: opt.Now, log: opt.Log,
-		seen: map[uint64]struct{}{}, inst: opt.Node + "-" + randomToken()}
+		seen: map[uint64]struct{}{}, inst: opt.Node + "-" + randomToken(), cycleMoved: make(chan struct{})}
 	s.bud = newBudgets(s, opt.Budgets, opt.OnBudget)
 	if opt.ReadOnly {
 		return s.openReadOnly(ctx)
