@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,9 @@ type Crawler struct {
 	// signInWarned holds the sign-in failures of this cycle already
 	// logged, by source: one error line per failure, not one per page.
 	signInWarned sync.Map
+	// sharedSitemaps holds, per start host, the sitemaps its robots.txt
+	// named as this process last kept them in a cluster's state.
+	sharedSitemaps sync.Map
 	// robotsDown holds a robotsOutage per host whose robots.txt cannot be
 	// read; robotsMu orders its updates.
 	robotsDown sync.Map
@@ -397,6 +401,9 @@ const (
 	metaRender      = "render/"       // + source name: the render fingerprint last applied
 	metaDiscovered  = "discovered/"   // + source name: when its start URLs were last queued
 	metaOrphansNone = "orphans_none"  // the last orphan walk that found nothing (see orphanVerdict)
+	// + host key: the sitemaps its robots.txt named when its holder last
+	// read it (a cluster; see sitemapsNamed)
+	metaRobotsSitemaps = "robots_sitemaps/"
 )
 
 // rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new
@@ -568,12 +575,20 @@ func (c *Crawler) publish(ctx context.Context) error {
 // learnCrawlDelays reads the robots.txt of a source's start hosts before
 // anything of theirs is queued: the frontier takes a host's politeness when
 // it first schedules it, so a Crawl-delay learnt only with the first page
-// would let a second request start alongside the first.
+// would let a second request start alongside the first. With the state
+// shared by a cluster, only the start hosts this process holds are read
+// (another's robots.txt is read by its holder, within the host's
+// politeness), and the sitemaps each names are kept in the state for the
+// process that discovers (sitemapsNamed).
 func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
-	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay {
+	share := c.cluster != nil && *src.cfg.UseSitemaps
+	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay && !share {
 		return
 	}
 	for host := range src.fetch.Hosts() {
+		if c.cluster != nil && !c.cluster.Schedules(host) {
+			continue
+		}
 		hu, err := url.Parse(host + "/")
 		if err != nil {
 			continue
@@ -582,9 +597,52 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 			if d := r.CrawlDelay(c.agent); d > 0 {
 				c.delays.Store(host, d)
 			}
+			if share {
+				c.shareSitemaps(host, r.Sitemaps())
+			}
 		}
 		c.robotsPause(host)
 	}
+}
+
+// shareSitemaps keeps in the shared state the sitemaps a start host's
+// robots.txt names, when they changed since this process last kept them.
+func (c *Crawler) shareSitemaps(host string, sitemaps []string) {
+	v := strings.Join(sitemaps, "\n")
+	if last, ok := c.sharedSitemaps.Load(host); ok && last.(string) == v {
+		return
+	}
+	if err := c.front.PutMeta(metaRobotsSitemaps+host, []byte(v)); err != nil {
+		c.log.Warn("cannot keep the sitemaps robots.txt names for the cluster", "host", host, "err", err)
+		return
+	}
+	c.sharedSitemaps.Store(host, v)
+}
+
+// sitemapsNamed returns the sitemaps the robots.txt of a start host names;
+// ok is false when they are not known. With the state shared by a cluster,
+// a host another process holds is not asked: its holder's last reading is
+// taken from the state, unknown until the holder has made one.
+func (c *Crawler) sitemapsNamed(ctx context.Context, host string) (sitemaps []string, ok bool) {
+	if c.cluster != nil && !c.cluster.Schedules(host) {
+		v, err := c.front.GetMeta(metaRobotsSitemaps + host)
+		if err != nil || v == nil {
+			return nil, false
+		}
+		if len(v) == 0 {
+			return nil, true
+		}
+		return strings.Split(string(v), "\n"), true
+	}
+	hu, err := url.Parse(host + "/")
+	if err != nil {
+		return nil, false
+	}
+	r, err := c.robots.Get(ctx, hu)
+	if err != nil {
+		return nil, false
+	}
+	return r.Sitemaps(), true
 }
 
 // robotsPause keeps the host from its next lease until its delay has

@@ -36,16 +36,12 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 	obey := *src.cfg.Robots.Obey
 	if *src.cfg.UseSitemaps && obey {
 		for host := range src.fetch.Hosts() {
-			hu, err := url.Parse(host + "/")
-			if err != nil {
-				continue
-			}
-			r, err := c.robots.Get(ctx, hu)
-			if err != nil {
+			sitemaps, ok := c.sitemapsNamed(ctx, host)
+			if !ok {
 				whole = false // the sitemaps it names are unknown
 				continue
 			}
-			for _, sm := range r.Sitemaps() {
+			for _, sm := range sitemaps {
 				files = append(files, file{sm, 0})
 			}
 		}

@@ -107,6 +107,13 @@ type scheduler struct {
 	// started before then may predate the refresh that followed the take,
 	// and another holder's outcomes since it last held the partition.
 	addedAt map[int]int
+	// takenAt is when each partition was handed over: its last holder may
+	// have made a request to its hosts just before, so their first
+	// request from here waits their delay after it.
+	takenAt map[int]time.Time
+	// backoff keeps the backoffs of hosts not read yet (a robots.txt
+	// read before their first URL is), until they are.
+	backoff map[string]time.Time
 	wake    chan struct{}
 	loadq   chan struct{}
 	out     chan *completion
@@ -133,7 +140,8 @@ type scheduler struct {
 
 func newScheduler(s *Store) *scheduler {
 	return &scheduler{s: s, hosts: map[string]*host{}, parts: map[int]bool{}, leases: map[string]*lease{},
-		held: map[string]bool{}, unacked: map[string]int{}, recent: map[string]storedOutcome{}, addedAt: map[int]int{}, wake: make(chan struct{}, 1),
+		held: map[string]bool{}, unacked: map[string]int{}, recent: map[string]storedOutcome{}, addedAt: map[int]int{},
+		takenAt: map[int]time.Time{}, backoff: map[string]time.Time{}, wake: make(chan struct{}, 1),
 		loadq: make(chan struct{}, 1), out: make(chan *completion, maxBatch)}
 }
 
@@ -167,9 +175,16 @@ func (q *scheduler) close() {
 
 func (q *scheduler) addParts(ps []int) {
 	q.mu.Lock()
+	now := q.s.now()
 	for _, p := range ps {
 		q.parts[p] = true
 		q.addedAt[p] = q.loads
+		q.takenAt[p] = now
+	}
+	for _, h := range q.hosts {
+		if slices.Contains(ps, h.part) {
+			h.readyAt = later(h.readyAt, now.Add(h.pol.Delay))
+		}
 	}
 	// Their hosts' requests are read again: their last holder made some.
 	pg := q.pagesLocked()
@@ -526,6 +541,8 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 		h := q.hosts[b.Key]
 		if h == nil {
 			h = &host{key: b.Key, part: s.partition(b.Key), pol: s.policy(b.Key)}
+			h.readyAt = later(q.backoff[b.Key], q.takenAt[h.part].Add(h.pol.Delay))
+			delete(q.backoff, b.Key)
 			q.hosts[b.Key] = h
 			q.order = append(q.order, h)
 		}
@@ -556,6 +573,11 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 			delete(q.recent, u)
 		}
 	}
+	for k, t := range q.backoff {
+		if !t.After(now) {
+			delete(q.backoff, k)
+		}
+	}
 	// Hosts the read did not return have nothing due; those idle and past
 	// their delay leave memory.
 	kept := q.order[:0]
@@ -580,14 +602,33 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 	return nil
 }
 
-// Backoff keeps a host this process schedules from a new lease before until.
+// Backoff keeps a host this process schedules from a new lease before
+// until, the host's policy as it stands now (robots.txt may have just
+// given it a Crawl-delay). A host not read yet is kept back once it is.
 func (s *Store) Backoff(hostKey string, until time.Time) {
 	q := s.sched
+	pol := s.policy(hostKey)
 	q.mu.Lock()
-	if h := q.hosts[hostKey]; h != nil && until.After(h.readyAt) {
-		h.readyAt = until
+	if h := q.hosts[hostKey]; h != nil {
+		h.readyAt, h.pol = later(h.readyAt, until), pol
+	} else if q.parts[s.partition(hostKey)] {
+		q.backoff[hostKey] = later(q.backoff[hostKey], until)
 	}
 	q.mu.Unlock()
+}
+
+// Schedules says whether this process may lease the URLs of hostKey now:
+// it holds the host's partition and its hold is sure.
+func (s *Store) Schedules(hostKey string) bool {
+	_, ok := s.own.usable(s.partition(hostKey), s.now())
+	return ok
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // lease is one URL handed to one worker.
