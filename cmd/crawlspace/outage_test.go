@@ -221,3 +221,37 @@ func TestReindexBesideRunProcessesFetchesTheWholeCrawlAgainAndExits(t *testing.T
 	}
 	rc.stop(t, a, b)
 }
+
+// The waits between attempts at a cycle the shared state store failed:
+// 2 s, twice as long each time up to a minute, until the failures have
+// lasted five minutes; a cycle that gets through starts the count again.
+func TestRetriesOfACycleTheStateStoreFailedDoubleUpToAMinuteAndEndAfterFiveMinutes(t *testing.T) {
+	var o storeOutage
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var waits []time.Duration
+	for {
+		wait, failing := o.failed(true, now)
+		if !failing {
+			t.Fatal("a failure of the store is not failing")
+		}
+		if wait < 0 {
+			break
+		}
+		waits = append(waits, wait)
+		now = now.Add(wait)
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second,
+		time.Minute, time.Minute, time.Minute, time.Minute}
+	if fmt.Sprint(waits) != fmt.Sprint(want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if got := o.lasted(now); got < giveUp {
+		t.Errorf("gave up after %s, want %s", got, giveUp)
+	}
+	if _, failing := o.failed(false, now); failing {
+		t.Error("a cycle the store did not fail is failing")
+	}
+	if wait, _ := o.failed(true, now); wait != firstRetry {
+		t.Errorf("the first wait after a cycle got through is %s, want %s", wait, firstRetry)
+	}
+}
