@@ -123,6 +123,70 @@ func (s *clusterSite) fetched() (pages, total, most int) {
 	return
 }
 
+// sharedCrawlConfig writes the configuration of process node of a crawl of
+// the hosts at starts shared through the state index name-state, the
+// documents in name: 12 partitions, lease_ttl 10s, four requests at a time
+// per process, the source's politeness as given (a YAML flow mapping).
+// Each process names itself in its User-Agent (the product token, which
+// robots.txt and the config's fingerprint read, is the same). stateES,
+// when set, is the state's own cluster.elasticsearch address.
+func sharedCrawlConfig(t *testing.T, node, name, stateES, politeness string, starts []string) string {
+	t.Helper()
+	stateConn := ""
+	if stateES != "" {
+		stateConn = fmt.Sprintf(", elasticsearch: {addresses: [%q], replicas: 0}", stateES)
+	}
+	quoted := make([]string, len(starts))
+	for i, u := range starts {
+		quoted[i] = fmt.Sprintf("%q", u)
+	}
+	return crawltest.WriteConfig(t, fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
+cluster: {state_index: %s-state, node_name: %s, partitions: 12, lease_ttl: 10s%s}
+user_agent: crawlspace/%s
+allow_private_networks: true
+fetch: {concurrency: 4}
+sources:
+  - name: hosts
+    start_urls: [%s]
+    politeness: %s
+`, estest.URL(t), name, name, node, stateConn, node, strings.Join(quoted, ", "), politeness))
+}
+
+// hit is one document a search found.
+type hit struct {
+	ID     string          `json:"_id"`
+	Source json.RawMessage `json:"_source"`
+}
+
+// search returns the documents of index that query (a search body) finds.
+func search(t *testing.T, index, query string) []hit {
+	t.Helper()
+	es := estest.Client(t)
+	resp, err := es.Search(es.Search.WithIndex(index), es.Search.WithBody(strings.NewReader(query)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var found struct {
+		Hits struct{ Hits []hit } `json:"hits"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		t.Fatal(err)
+	}
+	return found.Hits.Hits
+}
+
+// searchIDs returns the ids of the documents of index that query finds.
+func searchIDs(t *testing.T, index, query string) []string {
+	t.Helper()
+	var ids []string
+	for _, h := range search(t, index, query) {
+		ids = append(ids, h.ID)
+	}
+	return ids
+}
+
 func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnotherJoinsLate(t *testing.T) {
 	t.Parallel()
 	// Slow enough that a kill lands mid-crawl.
@@ -130,27 +194,14 @@ func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnother
 	name := estest.Index(t)
 	var starts []string
 	for _, s := range sites {
-		starts = append(starts, fmt.Sprintf("%q", s.srv.URL+"/"))
+		starts = append(starts, s.srv.URL+"/")
 	}
-	const concurrency = 4 // requests in flight per process
 	// A lease round must be answered within half the TTL (docs/cluster.md,
 	// fencing). On a loaded CI machine the node takes seconds to answer, so
 	// 3 s (the least allowed) made live processes lose their partitions;
 	// 10 s only makes the takeover after the kill wait longer.
 	config := func(node string) string {
-		// Each process says who it is in its User-Agent (the product token,
-		// which robots.txt and the config's fingerprint read, is the same).
-		return crawltest.WriteConfig(t, fmt.Sprintf(`
-elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
-cluster: {state_index: %s-state, node_name: %s, partitions: 12, lease_ttl: 10s}
-user_agent: crawlspace/%s
-allow_private_networks: true
-fetch: {concurrency: %d}
-sources:
-  - name: hosts
-    start_urls: [%s]
-    politeness: {max_parallel_per_host: 1}
-`, estest.URL(t), name, name, node, node, concurrency, strings.Join(starts, ", ")))
+		return sharedCrawlConfig(t, node, name, "", "{max_parallel_per_host: 1}", starts)
 	}
 	fetchedAll := func() (pages int) {
 		for _, s := range sites {
@@ -260,26 +311,15 @@ func pendingOf(t *testing.T, prefix string, urls []string) map[string]bool {
 		t.Fatal(err)
 	}
 	list, _ := json.Marshal(urls)
-	resp, err := es.Search(es.Search.WithIndex(prefix+"-urls"), es.Search.WithBody(strings.NewReader(fmt.Sprintf(
-		`{"size": 10000, "_source": ["url"], "query": {"bool": {"filter": [{"terms": {"url": %s}}],
-		"should": [{"term": {"state": 0}}, {"term": {"pending": "index"}}], "minimum_should_match": 1}}}`, list))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var found struct {
-		Hits struct {
-			Hits []struct {
-				Source struct{ URL string } `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]bool{}
-	for _, h := range found.Hits.Hits {
-		out[h.Source.URL] = true
+	for _, h := range search(t, prefix+"-urls", fmt.Sprintf(
+		`{"size": 10000, "_source": ["url"], "query": {"bool": {"filter": [{"terms": {"url": %s}}],
+		"should": [{"term": {"state": 0}}, {"term": {"pending": "index"}}], "minimum_should_match": 1}}}`, list)) {
+		var rec struct{ URL string }
+		if err := json.Unmarshal(h.Source, &rec); err != nil {
+			t.Fatal(err)
+		}
+		out[rec.URL] = true
 	}
 	return out
 }

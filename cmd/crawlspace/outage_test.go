@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 )
@@ -32,24 +31,9 @@ func newRunCluster(t *testing.T, pages int, delay time.Duration) *runCluster {
 func (rc *runCluster) start(t *testing.T, command, node string) *proc {
 	var starts []string
 	for _, s := range rc.sites {
-		starts = append(starts, fmt.Sprintf("%q", s.srv.URL+"/"))
+		starts = append(starts, s.srv.URL+"/")
 	}
-	path := crawltest.WriteConfig(t, fmt.Sprintf(`
-elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
-cluster:
-  state_index: %s-state
-  node_name: %s
-  partitions: 12
-  lease_ttl: 10s
-  elasticsearch: {addresses: [%q], replicas: 0}
-user_agent: crawlspace/%s
-allow_private_networks: true
-fetch: {concurrency: 4}
-sources:
-  - name: hosts
-    start_urls: [%s]
-    politeness: {max_parallel_per_host: 1}
-`, estest.URL(t), rc.name, rc.name, node, rc.proxy.URL, node, strings.Join(starts, ", ")))
+	path := sharedCrawlConfig(t, node, rc.name, rc.proxy.URL, "{max_parallel_per_host: 1}", starts)
 	p := startProc(t, node, command, "-config", path)
 	rc.procs = append(rc.procs, p)
 	return p

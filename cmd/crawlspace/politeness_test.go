@@ -5,12 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
@@ -87,22 +85,12 @@ func TestThreeProcessesReadEachHostsRobotsTxtWithinTheHostsPoliteness(t *testing
 	for range hosts {
 		s := newPoliteSite(t, pages)
 		sites = append(sites, s)
-		starts = append(starts, fmt.Sprintf("%q", s.srv.URL+"/"))
+		starts = append(starts, s.srv.URL+"/")
 	}
 	name := estest.Index(t)
 	var procs []*proc
 	for _, node := range []string{"a", "b", "c"} {
-		path := crawltest.WriteConfig(t, fmt.Sprintf(`
-elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
-cluster: {state_index: %s-state, node_name: %s, partitions: 12, lease_ttl: 10s}
-user_agent: crawlspace/%s
-allow_private_networks: true
-fetch: {concurrency: 4}
-sources:
-  - name: hosts
-    start_urls: [%s]
-    politeness: {delay: %s, max_parallel_per_host: 1}
-`, estest.URL(t), name, name, node, node, strings.Join(starts, ", "), delay))
+		path := sharedCrawlConfig(t, node, name, "", fmt.Sprintf("{delay: %s, max_parallel_per_host: 1}", delay), starts)
 		procs = append(procs, startProc(t, node, "crawl", "-config", path))
 	}
 	awaitExit(t, func() string { return "the crawl" }, procs...)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -42,16 +41,7 @@ func TestSignalStopsCrawlAndRunWhileTheNodeStallsAndKeepsThePendingWrites(t *tes
 	if testing.Short() {
 		t.Skip("runs crawlspace in a child process")
 	}
-	for _, tc := range []struct {
-		command string
-		sig     syscall.Signal
-		exit    int
-	}{
-		// An interrupted crawl did not complete; a stopped service did
-		// what it was asked.
-		{"crawl", syscall.SIGTERM, exitFailed},
-		{"run", syscall.SIGINT, exitOK},
-	} {
+	for _, tc := range signalCases {
 		t.Run(tc.command, func(t *testing.T) { signalDuringStall(t, tc.command, tc.sig, tc.exit) })
 	}
 }
@@ -145,24 +135,9 @@ sources:
 	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(&log, io.Discard), ""); code != exitOK {
 		t.Fatalf("the crawl after the stall exited %d\n%s", code, log.String())
 	}
-	res, err := http.Get(estest.URL(t) + "/" + index + "/_search?size=100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var found struct {
-		Hits struct {
-			Hits []struct {
-				ID string `json:"_id"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&found); err != nil {
-		t.Fatal(err)
-	}
 	ids := map[string]bool{}
-	for _, h := range found.Hits.Hits {
-		ids[h.ID] = true
+	for _, id := range searchIDs(t, index, `{"size": 100}`) {
+		ids[id] = true
 	}
 	for i := range pages {
 		if u := fmt.Sprintf("%s/p%d", site.URL, i); !ids[docfields.ID(u)] {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +26,18 @@ var stateStores = []struct {
 	{"elasticsearch", func(index string) string {
 		return fmt.Sprintf("cluster: {state_index: %s-state, node_name: solo, partitions: 4}\n", index)
 	}},
+}
+
+// signalCases are the commands stopped by a signal, and how each exits: an
+// interrupted crawl did not complete; a stopped service did what it was
+// asked.
+var signalCases = []struct {
+	command string
+	sig     syscall.Signal
+	exit    int
+}{
+	{"crawl", syscall.SIGTERM, exitFailed},
+	{"run", syscall.SIGINT, exitOK},
 }
 
 // holdingSite serves a start page linking pages that are never answered:
@@ -93,16 +104,7 @@ func TestASignalStopsCrawlAndRunAtOnceWhicheverStoreHoldsTheState(t *testing.T) 
 		t.Skip("runs crawlspace in child processes")
 	}
 	for _, store := range stateStores {
-		for _, tc := range []struct {
-			command string
-			sig     syscall.Signal
-			exit    int
-		}{
-			// An interrupted crawl did not complete; a stopped service did
-			// what it was asked.
-			{"crawl", syscall.SIGTERM, exitFailed},
-			{"run", syscall.SIGINT, exitOK},
-		} {
+		for _, tc := range signalCases {
 			t.Run(store.name+"/"+tc.command, func(t *testing.T) {
 				t.Parallel()
 				const workers = 4
@@ -152,26 +154,5 @@ sources:
 // prefix that name node: a process that stopped cleanly left none.
 func heldBy(t *testing.T, prefix, node string) []string {
 	t.Helper()
-	es := estest.Client(t)
-	resp, err := es.Search(es.Search.WithIndex(prefix+"-meta"),
-		es.Search.WithBody(strings.NewReader(fmt.Sprintf(`{"query": {"term": {"holder": %q}}}`, node))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var found struct {
-		Hits struct {
-			Hits []struct {
-				ID string `json:"_id"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, h := range found.Hits.Hits {
-		ids = append(ids, h.ID)
-	}
-	return ids
+	return searchIDs(t, prefix+"-meta", fmt.Sprintf(`{"query": {"term": {"holder": %q}}}`, node))
 }
