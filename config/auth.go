@@ -339,6 +339,64 @@ type AuthHost struct {
 	Host string
 }
 
+// AuthHosts is where a source's credentials may go.
+type AuthHosts []AuthHost
+
+// CredentialHosts is where a's credentials may go: auth.hosts, or when it
+// is left out the origins of startURLs and, for form, of the login page.
+func (a *Auth) CredentialHosts(startURLs []string) (AuthHosts, error) {
+	var hs AuthHosts
+	for _, h := range a.Hosts {
+		ah, err := ParseAuthHost(h)
+		if err != nil {
+			return nil, err
+		}
+		hs = append(hs, ah)
+	}
+	if len(hs) > 0 {
+		return hs, nil
+	}
+	origins := slices.Clone(startURLs)
+	if a.Method == AuthForm {
+		// The password goes to the login form; by default its host is one of the source's.
+		origins = append(origins, a.Form.LoginURL)
+	}
+	for _, o := range origins {
+		if ah, err := ParseAuthHost(originOf(o)); err == nil {
+			hs = append(hs, ah)
+		}
+	}
+	return hs, nil
+}
+
+// originOf is scheme://host[:port] of a URL.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// Covers reports whether the credentials may go to u.
+func (hs AuthHosts) Covers(u *url.URL) bool {
+	if u == nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	origin := u.Scheme + "://" + host + ":" + port
+	for _, h := range hs {
+		if h.Origin == origin || h.Host != "" && h.Host == host {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseAuthHost reads an auth.hosts entry.
 func ParseAuthHost(h string) (AuthHost, error) {
 	if strings.TrimSpace(h) == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,9 +36,28 @@ type testSite struct {
 
 func newSite(t *testing.T) *testSite {
 	t.Helper()
+	return newSiteAt(t, "127.0.0.1")
+}
+
+// newSiteAt is a testSite on the loopback address ip. Another one than
+// 127.0.0.1, such as 127.0.0.2, is a host of its own by name, not only
+// by port, as net/http's redirect rules tell hosts apart.
+func newSiteAt(t *testing.T, ip string) *testSite {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		if ip != "127.0.0.1" {
+			// Linux answers on all of 127.0.0.0/8; macOS on 127.0.0.1 alone.
+			t.Skipf("cannot listen on %s (no second loopback address here): %v", ip, err)
+		}
+		t.Fatal(err)
+	}
 	s := &testSite{routes: map[string]http.HandlerFunc{}, hits: map[string]int{},
 		times: map[string][]time.Time{}, heads: map[string][]http.Header{}}
-	s.Server = httptest.NewServer(s)
+	s.Server = httptest.NewUnstartedServer(s)
+	s.Listener.Close()
+	s.Listener = l
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/Azure/go-ntlmssp"
@@ -39,7 +38,7 @@ func (e *SignInError) Unwrap() error { return e.Err }
 type auth struct {
 	source string
 	cfg    *config.Auth
-	hosts  []config.AuthHost
+	hosts  config.AuthHosts
 	// header and value are what basic and bearer add to each request.
 	header, value string
 	digest        digestCache
@@ -52,29 +51,15 @@ type auth struct {
 }
 
 func newAuth(source string, a *config.Auth, own map[string]bool, base http.RoundTripper) (*auth, error) {
-	au := &auth{source: source, cfg: a}
-	for _, h := range a.Hosts {
-		ah, err := config.ParseAuthHost(h)
-		if err != nil {
-			return nil, err
-		}
-		au.hosts = append(au.hosts, ah)
+	origins := make([]string, 0, len(own))
+	for o := range own {
+		origins = append(origins, o)
 	}
-	if len(au.hosts) == 0 {
-		origins := []string{}
-		for o := range own {
-			origins = append(origins, o)
-		}
-		if a.Method == config.AuthForm {
-			// The password goes to the login form; by default its host is one of the source's.
-			origins = append(origins, a.Form.LoginURL)
-		}
-		for _, o := range origins {
-			if ah, err := config.ParseAuthHost(originOf(o)); err == nil {
-				au.hosts = append(au.hosts, ah)
-			}
-		}
+	hosts, err := a.CredentialHosts(origins)
+	if err != nil {
+		return nil, err
 	}
+	au := &auth{source: source, cfg: a, hosts: hosts}
 	switch a.Method {
 	case config.AuthBasic:
 		req := &http.Request{Header: http.Header{}}
@@ -93,32 +78,9 @@ func newAuth(source string, a *config.Auth, own map[string]bool, base http.Round
 	return au, nil
 }
 
-// originOf is scheme://host[:port] of a URL.
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
 // covers reports whether the credentials may go to u.
 func (a *auth) covers(u *url.URL) bool {
-	if a == nil || u == nil {
-		return false
-	}
-	host := strings.ToLower(u.Hostname())
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	origin := u.Scheme + "://" + host + ":" + port
-	for _, h := range a.hosts {
-		if h.Origin == origin || h.Host != "" && h.Host == host {
-			return true
-		}
-	}
-	return false
+	return a != nil && a.hosts.Covers(u)
 }
 
 // describe says which authentication a URL gets, for explain and status:

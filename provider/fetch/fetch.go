@@ -322,11 +322,13 @@ func (s *Source) redirectPolicy(limit int) func(*http.Request, []*http.Request) 
 	}
 }
 
-// keepHeadersHome sends credentials and custom headers to the host they
-// were meant for only; net/http strips Authorization across domains but not
-// custom headers.
+// keepHeadersHome gives each hop of a redirect the headers its own URL
+// gets (setHeaders): net/http copies the first request's headers onto
+// every hop, custom headers always and Authorization unless the host name
+// changes (another port or scheme keeps it), so a hop off the source's
+// hosts, or one after it, would carry them.
 func (s *Source) keepHeadersHome(req *http.Request, via []*http.Request) error {
-	if urlnorm.Origin(via[len(via)-1].URL.String()) != urlnorm.Origin(req.URL.String()) {
+	if !s.own[urlnorm.Origin(req.URL.String())] {
 		req.Header.Del("Authorization")
 		for k := range s.strip {
 			req.Header.Del(k)

@@ -56,7 +56,28 @@ func newFormAuth(a *auth, cl *http.Client, headers func(http.Header, string)) (*
 	}
 	hj := hostJar{jar: jar, a: a}
 	cl.Jar = hj
+	follow := cl.CheckRedirect
+	cl.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		// A 307 or 308 has the form, password and all, posted again
+		// where it points: only to auth.hosts, as the form's own action.
+		if req.Body != nil && req.Body != http.NoBody && !a.covers(req.URL) {
+			return &resentElsewhere{status: req.Response.StatusCode, to: req.URL}
+		}
+		return follow(req, via)
+	}
 	return &formAuth{a: a, cfg: &a.cfg.Form, jar: hj, client: cl, login: login, headers: headers}, nil
+}
+
+// resentElsewhere is the answer to the login form that would have it
+// posted again to a host off auth.hosts: the sign-in ends before it is.
+type resentElsewhere struct {
+	status int
+	to     *url.URL
+}
+
+func (e *resentElsewhere) Error() string {
+	return fmt.Sprintf("the answer to the login form, %d %s, would post it again to %s, not one of auth.hosts: the password is not sent there",
+		e.status, http.StatusText(e.status), e.to.Scheme+"://"+e.to.Host)
 }
 
 // hostJar keeps the session to auth.hosts: RFC 6265 cookies ignore ports
@@ -193,7 +214,10 @@ func (f *formAuth) post(ctx context.Context) error {
 		return f.fail("login form not found", fmt.Errorf("the login form's method is %q, not post: the password would travel in its URL", method))
 	}
 	body, landed, status, err := f.get(ctx, http.MethodPost, target.String(), strings.NewReader(values.Encode()))
+	var resent *resentElsewhere
 	switch {
+	case errors.As(err, &resent):
+		return f.fail("login form posts elsewhere", resent)
 	case err != nil:
 		return f.fail("credentials refused", fmt.Errorf("posting the login form: %w", err))
 	case status >= 400:
