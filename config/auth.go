@@ -397,6 +397,75 @@ func (hs AuthHosts) Covers(u *url.URL) bool {
 	return false
 }
 
+// reusableSecret names what a method sends that anyone reading the
+// traffic could use again: basic's password, the bearer token, the form's
+// password and the session it opens. Digest, NTLM and Kerberos send an
+// answer to one challenge (a nonce, a server challenge, a ticket with its
+// time-stamped authenticator), not the secret: "" for them.
+func reusableSecret(method string) string {
+	switch method {
+	case AuthBasic:
+		return "the basic auth password"
+	case AuthBearer:
+		return "the bearer token"
+	case AuthForm:
+		return "the form sign-in's password and session cookies"
+	}
+	return ""
+}
+
+// PlainHTTPCredentials warns about source i when its reusable secret
+// would go over plain http: to a start URL or login page on http that the
+// credentials cover, to an http:// origin of auth.hosts, or to a host name
+// of auth.hosts (any scheme) while the source crawls http. The warning is
+// placed at the first such key and names every such place; nil when none.
+func (c *Config) PlainHTTPCredentials(i int) *Error {
+	s := &c.Sources[i]
+	if s.Auth == nil || reusableSecret(s.Auth.Method) == "" {
+		return nil
+	}
+	a := s.Auth
+	hosts, err := a.CredentialHosts(s.StartURLs)
+	if err != nil {
+		return nil // validation reports the entry
+	}
+	p := SourcePath(i)
+	var keys, places []string
+	add := func(key, place string) {
+		keys = append(keys, key)
+		if !slices.Contains(places, place) {
+			places = append(places, place)
+		}
+	}
+	for j, raw := range s.StartURLs {
+		if u, err := url.Parse(raw); err == nil && u.Scheme == "http" && hosts.Covers(u) {
+			add(indexPath(p+".start_urls", j), originOf(raw))
+		}
+	}
+	if a.Method == AuthForm {
+		if u, err := url.Parse(a.Form.LoginURL); err == nil && u.Scheme == "http" {
+			add(p+".auth.form.login_url", originOf(a.Form.LoginURL))
+		}
+	}
+	for j, h := range a.Hosts {
+		ah, _ := ParseAuthHost(h)
+		switch {
+		case strings.HasPrefix(ah.Origin, "http://"):
+			add(indexPath(p+".auth.hosts", j), h)
+		case ah.Host != "" && slices.Contains(s.Schemes, "http"):
+			add(indexPath(p+".auth.hosts", j), "any http URL on "+ah.Host+" (a host name in auth.hosts takes any scheme)")
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if len(places) > 5 {
+		places = append(places[:5], fmt.Sprintf("%d more", len(places)-5))
+	}
+	return c.Errorf(keys[0], "%s would go over plain http, readable and reusable by anyone on the network path, to %s; use https URLs (and https:// origins in auth.hosts)",
+		reusableSecret(a.Method), strings.Join(places, ", "))
+}
+
 // ParseAuthHost reads an auth.hosts entry.
 func ParseAuthHost(h string) (AuthHost, error) {
 	if strings.TrimSpace(h) == "" {

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -251,5 +253,54 @@ func TestNoCredentialOrOwnHeaderLeavesOnAnyHopOfARedirect(t *testing.T) {
 		if h := credentialHeaders(other, "X-Team-Key"); len(h) != 0 {
 			t.Errorf("%s, off auth.hosts, received: %q", other.URL, h)
 		}
+	}
+}
+
+// A source whose password would go over plain http says so in the report
+// and the log as the cycle starts, once, as turned-off TLS verification
+// does; a digest source over http, which sends no reusable secret, does not.
+func TestAPasswordOverPlainHTTPIsWarnedOncePerSourceInTheReportAndLog(t *testing.T) {
+	t.Parallel()
+	plain, digest := newSite(t), newSite(t)
+	plain.html("/", "home", "")
+	digest.html("/", "home", "")
+	out := t.TempDir() + "/docs.ndjson"
+	cfg := crawltest.Config(t, fmt.Sprintf(`output: {file: %q}
+allow_private_networks: true
+sources:
+  - name: plain
+    start_urls: [%q, %q]
+    auth: {username: alice, password: s3cret-pass}
+  - name: digest
+    start_urls: [%q]
+    auth: {method: digest, username: alice, password: s3cret-pass}
+`, out, plain.URL+"/", plain.URL+"/a", digest.URL+"/"))
+	var log syncBuffer
+	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
+
+	report := again(t, c)
+
+	at := cfg.Pos("sources[0].start_urls[0]")
+	want := fmt.Sprintf("%s:%d:%d: sources[0].start_urls[0]: the basic auth password would go over plain http", cfg.File, at.Line, at.Column)
+	var warned []string
+	for _, w := range report.Warnings {
+		if strings.Contains(w, "plain http") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], want) || !strings.Contains(warned[0], "to "+plain.URL+";") {
+		t.Errorf("report warnings %q, want one starting %q and naming %s", warned, want, plain.URL)
+	}
+	var logged []string
+	for line := range strings.SplitSeq(log.String(), "\n") {
+		if strings.Contains(line, "plain http") {
+			logged = append(logged, line)
+		}
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "level=WARN") || !strings.Contains(logged[0], want) {
+		t.Errorf("the log warns %q, want once at WARN: %q", logged, want)
+	}
+	if strings.Contains(log.String(), "s3cret-pass") || strings.Contains(strings.Join(report.Warnings, "\n"), "s3cret-pass") {
+		t.Error("the warning holds the password")
 	}
 }

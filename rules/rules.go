@@ -323,6 +323,9 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 		}
 		s.logoutRef = cfg.Ref(at("auth.form.logout_patterns"))
 	}
+	if w := cfg.PlainHTTPCredentials(i); w != nil {
+		*warnings = append(*warnings, w)
+	}
 
 	s.schemes, s.schemesRef = src.Schemes, cfg.Ref(at("schemes"))
 	s.maxURLLen, s.maxURLLenRef = src.MaxURLLength, cfg.Ref(at("max_url_length"))
