@@ -19,6 +19,12 @@ import (
 // bombs ("billion laughs") from turning a small file into unbounded work.
 const nodeBudget = 200_000
 
+// byteBudget bounds the bytes of the scalars the decoder visits, aliases
+// expanded: a thousand aliases of one long value would otherwise be
+// gigabytes to check. A file without aliases, at most maxFileSize, never
+// reaches it: aliases make nothing larger than a file could be.
+const byteBudget = maxFileSize
+
 // decoder walks a yaml.Node tree alongside the Go types, so that every value
 // keeps its position and every mistake is reported where it was written.
 // yaml.v3's own decoder stops at type errors without columns and cannot
@@ -48,7 +54,11 @@ type decoder struct {
 	// expanding holds the aliases being expanded, to stop self-reference.
 	expanding map[*yaml.Node]bool
 	budget    int
+	bytes     int
 	exhausted bool
+	// said holds the errors reported: a value an alias reaches again and
+	// again at the same key path is one mistake, said once.
+	said map[Error]bool
 }
 
 func newDecoder(file string) *decoder {
@@ -62,6 +72,8 @@ func newDecoder(file string) *decoder {
 		overflow:  make(map[string]bool),
 		expanding: make(map[*yaml.Node]bool),
 		budget:    nodeBudget,
+		bytes:     byteBudget,
+		said:      make(map[Error]bool),
 	}
 }
 
@@ -72,8 +84,13 @@ func (d *decoder) written(path string) bool {
 }
 
 func (d *decoder) errorAt(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Column: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+	e := Error{File: d.file, Line: n.Line, Column: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)}
 	d.bad[path] = true
+	if d.said[e] {
+		return
+	}
+	d.said[e] = true
+	d.errs = append(d.errs, &e)
 }
 
 func (d *decoder) spend(n *yaml.Node, path string) bool {
@@ -81,12 +98,28 @@ func (d *decoder) spend(n *yaml.Node, path string) bool {
 		return false
 	}
 	d.budget--
-	if d.budget < 0 {
+	if v := target(n); v.Kind == yaml.ScalarNode {
+		d.bytes -= len(v.Value)
+	}
+	switch {
+	case d.budget < 0:
 		d.exhausted = true
 		d.errorAt(n, path, "the file expands to more than %d values (aliases nested too deeply?)", nodeBudget)
 		return false
+	case d.bytes < 0:
+		d.exhausted = true
+		d.errorAt(n, path, "the file expands to more than %d MiB of values (aliases repeating a long value?)", byteBudget>>20)
+		return false
 	}
 	return true
+}
+
+// target is the node an alias stands for, else n.
+func target(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
 }
 
 func joinPath(path, key string) string {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -55,6 +57,54 @@ func TestValidateWarnsWhenAReusableSecretWouldGoOverPlainHTTP(t *testing.T) {
 			}
 			if strings.Contains(errOut.String(), "password: p") {
 				t.Errorf("the warning quotes the secret: %s", errOut.String())
+			}
+		})
+	}
+}
+
+// A billion-laughs file built of merge keys reaches one bad value at one
+// key path millions of times: validate says it once, and a long value
+// repeated by aliases stops at a bound instead of gigabytes of patterns.
+// Loading either stays bounded in memory.
+func TestValidateSaysEachErrorOfAnAliasBombOnceAndStaysBounded(t *testing.T) {
+	var merge strings.Builder
+	merge.WriteString("x-l0: &l0 [x]\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&merge, "x-l%d: &l%d [%s*l%d]\n", i, i, strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 8), i-1)
+	}
+	merge.WriteString("sources:\n  - name: a\n    start_urls: [http://a.example/]\n    politeness: {<<: *l8}\n")
+	long := "x-long: &long /" + strings.Repeat("a", 1<<20) + "\nsources:\n  - name: a\n    start_urls: [http://a.example/]\n    exclude: [" +
+		strings.Repeat("*long, ", 199) + "*long]\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"merge keys", merge.String(), "a merge key (<<) takes a mapping or a list of mappings"},
+		{"a long value", long, "the file expands to more than 8 MiB of values"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeYAML(t, tc.yaml)
+			var out, errOut bytes.Buffer
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			code := validate([]string{"-config", cfg}, &out, &errOut)
+			runtime.ReadMemStats(&after)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+			said, n := map[string]bool{}, 0
+			for _, l := range lines {
+				if said[l] {
+					t.Fatalf("%d lines, some said again: %.300s", len(lines), l)
+				}
+				said[l] = true
+				if strings.Contains(l, tc.want) {
+					n++
+				}
+			}
+			if n != 1 || len(lines) > 3 {
+				t.Errorf("%d lines, %d saying %q, want it once:\n%.2000s", len(lines), n, tc.want, errOut.String())
+			}
+			if alloc := (after.TotalAlloc - before.TotalAlloc) >> 20; alloc > 512 {
+				t.Errorf("validate allocated %d MiB", alloc)
 			}
 		})
 	}
