@@ -58,11 +58,12 @@ const (
 	EventWriteDone                        // the sink acknowledged it (Reason: created, updated, deleted…)
 	EventWriteFailed                      // the sink rejected it for good (Status, Detail)
 	EventOrphan                           // found unlinked, or linked again (Reason: the policy's action, or linked)
+	EventDeleteHeld                       // a delete held back from the index (Reason: hold or held; Detail says why)
 	numEventKinds
 )
 
 var eventNames = [numEventKinds]string{"", "queued", "refused", "requeued", "dropped", "fetched",
-	"error", "excluded", "retry", "write_sent", "write_done", "write_failed", "orphan"}
+	"error", "excluded", "retry", "write_sent", "write_done", "write_failed", "orphan", "delete_held"}
 
 func (k EventKind) String() string {
 	if k > 0 && k < numEventKinds {

@@ -87,6 +87,15 @@ type Writes interface {
 	// unless it is waiting or leased, so its next fetch writes its document
 	// whatever it holds. URLs the store does not know are skipped.
 	Refetch(urls []string) error
+	// Held lists the records of source ("" for every source) whose delete
+	// is held back from the index (PendingHold, PendingHeld), whichever
+	// process holds their host.
+	Held(source string) ([]Record, error)
+	// MoveHeld moves the held deletes of urls to PendingDelete (to be
+	// sent) or PendingHeld, with ev in each moved URL's history, and
+	// returns the records it moved, as stored; URLs whose delete is not
+	// held, or is held as to already, are left as they are.
+	MoveHeld(urls []string, to string, ev Event) ([]Record, error)
 }
 
 // Scanner reads the store page by page and applies decisions made from

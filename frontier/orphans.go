@@ -25,6 +25,10 @@ const (
 	// OrphanDelete excludes an orphan with ReasonOrphan and records the
 	// deletion of its document as a pending write (PendingDelete).
 	OrphanDelete
+	// OrphanHold is OrphanDelete with the deletion held back
+	// (PendingHold), for the caller to send or hold at the end of its
+	// cycle.
+	OrphanHold
 )
 
 // Orphans makes change to the records of urls, in write transactions of
@@ -73,6 +77,13 @@ func (f *Frontier) Orphans(urls []string, change OrphanChange) ([]Record, error)
 			r.State, r.Reason, r.Orphan, r.Pending = Excluded, ReasonOrphan, true, PendingDelete
 			return true, []Event{{Kind: EventOrphan, Reason: "deleted"},
 				{Kind: EventWriteSent, Reason: PendingDelete}}
+		case OrphanHold:
+			if !holds {
+				return false, nil
+			}
+			r.State, r.Reason, r.Orphan, r.Pending = Excluded, ReasonOrphan, true, PendingHold
+			return true, []Event{{Kind: EventOrphan, Reason: "deleted"},
+				{Kind: EventDeleteHeld, Reason: PendingHold, Detail: HoldDetail}}
 		}
 		return false, nil
 	})

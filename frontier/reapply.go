@@ -26,6 +26,10 @@ type Verdict struct {
 	// hash forgotten: its document changed meaning (killed, now noindex by
 	// a rule, a new add_meta).
 	Refetch bool
+	// Hold holds back the delete of the document of a URL the verdict
+	// refuses (PendingHold instead of PendingDelete), for the caller to
+	// send or hold at the end of its cycle.
+	Hold bool
 }
 
 // Changes says whether Reapply would change r with v: a URL that left the
@@ -46,7 +50,8 @@ func (v *Verdict) Changes(r *Record) bool {
 // change) to the URLs they name that are not leased: a Fetched, Error or
 // Waiting URL that no longer belongs becomes Excluded with the reason, and
 // if it holds a document that document is marked for deletion (Pending
-// "delete", sent by the caller through Pending); an Excluded URL that now
+// "delete", sent by the caller through Pending, or "hold" when the verdict
+// holds it back); an Excluded URL that now
 // belongs is queued again in its class, and a Fetched URL whose verdict
 // asks for it is queued to be fetched and written again. Each URL is
 // judged as it is stored when it is changed. URLs without a verdict stay as
@@ -95,6 +100,9 @@ func (f *Frontier) reapply(decide func(Record) Verdict) (dropped, requeued int, 
 			had := r.Pending != ""
 			if r.Indexed || r.Pending == PendingIndex {
 				r.Pending = PendingDelete
+				if v.Hold {
+					r.Pending = PendingHold
+				}
 			}
 			r.State, r.Reason, r.qseq = Excluded, v.Reason, 0
 			dropped++

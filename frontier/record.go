@@ -136,7 +136,9 @@ type Record struct {
 	DocID   string
 	Indexed bool
 	// Pending is an index or delete write not yet acknowledged
-	// (PendingIndex, PendingDelete); records with one are listed by Pending.
+	// (PendingIndex, PendingDelete; records with one are listed by
+	// Pending), or a delete held back from the index (PendingHold,
+	// PendingHeld; listed by Held).
 	Pending string
 	// Target is the URL holding the document when this one is a redirect
 	// source or a canonical alias.
@@ -199,7 +201,23 @@ func (r *Record) walkView() walkView {
 const (
 	PendingIndex  = "index"
 	PendingDelete = "delete"
+	// PendingHold is a delete decided and not sent: it waits for the end
+	// of its cycle, where the caller sends it (MoveHeld to PendingDelete)
+	// or holds it (MoveHeld to PendingHeld). Its document stays in the
+	// index meanwhile.
+	PendingHold = "hold"
+	// PendingHeld is a delete held past the end of its cycle, until a
+	// later visit of the URL decides it again or an operator confirms it.
+	PendingHeld = "held"
 )
+
+// HoldDetail is the history detail of a delete decided and held back
+// until the end of its cycle (PendingHold).
+const HoldDetail = "waits for the end of the cycle, which sends it or holds it"
+
+// HeldDelete says whether pending is a delete held back from the index
+// (PendingHold or PendingHeld): nothing of it was sent.
+func HeldDelete(pending string) bool { return pending == PendingHold || pending == PendingHeld }
 
 // Encoding: a version byte, the integers as uvarints, the times as varint
 // Unix nanoseconds (0 for the zero time), the string lengths, then the

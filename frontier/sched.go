@@ -639,7 +639,8 @@ type Outcome struct {
 	// Pending, when set (PendingIndex or PendingDelete), records in the
 	// same transaction a document write decided with the outcome, of the
 	// document DocID, so that a write sent after the outcome is stored
-	// survives a crash until its acknowledgement (Writes.Acknowledge).
+	// survives a crash until its acknowledgement (Writes.Acknowledge);
+	// PendingHold records a delete decided and held back (see Held).
 	Pending, DocID string
 	// Holds is about the bytes the caller keeps until CompleteAsync's done
 	// is called (the document of a Pending write, on its way to the sink):
@@ -858,7 +859,7 @@ func (l *lease) completion(o *Outcome) (*completion, error) {
 			rec.Target, rec.qseq = o.Target, 0
 		}
 		if o.Pending != "" {
-			if o.Pending != PendingIndex && o.Pending != PendingDelete {
+			if o.Pending != PendingIndex && o.Pending != PendingDelete && o.Pending != PendingHold {
 				return fmt.Errorf("frontier: %s: unknown pending write %q", url, o.Pending)
 			}
 			rec.DocID, rec.Pending = o.DocID, o.Pending

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -21,18 +22,72 @@ type Ack struct {
 	Event Event
 }
 
-// Pending lists the records whose Pending write is set, without walking
-// the others: after a crash or an outage, these are the writes to send
-// again.
+// Pending lists the records whose Pending write is an index or a delete,
+// without walking the others: after a crash or an outage, these are the
+// writes to send again. A delete held back (HeldDelete) is Held's.
 func (f *Frontier) Pending() ([]Record, error) {
 	var out []Record
 	err := f.scan(bucketPending, func(r *Record) error {
-		if r.Pending != "" { // else a stale index entry; harmless
+		// A record without a write is a stale index entry (harmless); a
+		// held delete was never sent.
+		if r.Pending != "" && !HeldDelete(r.Pending) {
 			out = append(out, *r)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// Held lists the records of source ("" for every source) whose delete is
+// held back from the index (PendingHold or PendingHeld), without walking
+// the others.
+func (f *Frontier) Held(source string) ([]Record, error) {
+	var out []Record
+	err := f.scan(bucketPending, func(r *Record) error {
+		if HeldDelete(r.Pending) && (source == "" || r.Source == source) {
+			out = append(out, *r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MoveHeld moves the held deletes of urls (PendingHold or PendingHeld) to
+// to: PendingDelete, to be sent, or PendingHeld. Each URL moved gets ev in
+// its history; a URL whose delete is not held, or held as to already, is
+// left as it is. It returns the records it moved, as stored, in
+// transactions of up to writeChunk URLs.
+func (f *Frontier) MoveHeld(urls []string, to string, ev Event) ([]Record, error) {
+	if to != PendingDelete && to != PendingHeld {
+		return nil, fmt.Errorf("frontier: cannot move a held delete to %q", to)
+	}
+	var out []Record
+	changes := make([]edit, 0, min(len(urls), writeChunk))
+	for chunk := range slices.Chunk(urls, writeChunk) {
+		changes = changes[:0]
+		for _, u := range chunk {
+			changes = append(changes, edit{URL: u, Events: []Event{ev}, Fn: func(r *Record) error {
+				if !HeldDelete(r.Pending) || r.Pending == to {
+					return errUnchanged
+				}
+				r.Pending = to
+				return nil
+			}})
+		}
+		if err := f.updateBatch(changes); err != nil {
+			return out, err
+		}
+		for _, c := range changes {
+			switch {
+			case c.Err == nil:
+				out = append(out, c.Record)
+			case errors.Is(c.Err, errUnchanged), errors.Is(c.Err, ErrNotFound):
+			default:
+				return out, c.Err
+			}
+		}
+	}
+	return out, nil
 }
 
 // Acknowledge records acks in one transaction: an acknowledged write is

@@ -89,3 +89,59 @@ func TestScanPagesThroughTheRecordsOfTheStatesAsked(t *testing.T) {
 		t.Errorf("scanned %d excluded records in %d pages, want 7 in 3", got, pages)
 	}
 }
+
+// A delete held back is recorded with its outcome, kept across a reopen,
+// listed by Held and not by Pending (nothing was sent), and moved by
+// MoveHeld, with its event, to held or to a delete to send.
+func TestAHeldDeleteIsKeptListedByHeldAndMovedByMoveHeld(t *testing.T) {
+	dir := t.TempDir()
+	f := openTest(t, dir, Options{Policy: policy(4, 0), History: DefaultHistory})
+	held, other, indexed := "http://a.test/held", "http://b.test/held", "http://a.test/indexed"
+	mustAdd(t, f, Item{URL: held, Source: "s"}, Item{URL: other, Source: "t"}, Item{URL: indexed, Source: "s"})
+	for range 3 {
+		l := mustLease(t, f)
+		o := Outcome{State: Error, Reason: "http_404", Status: 404, Pending: PendingHold, DocID: "id"}
+		if l.Item().URL == indexed {
+			o = Outcome{State: Fetched, Status: 200, Hash: "h", Pending: PendingIndex, DocID: "id"}
+		}
+		mustComplete(t, l, o)
+	}
+	f.Close()
+	f = openTest(t, dir, Options{Policy: policy(4, 0), History: DefaultHistory})
+
+	if recs, err := f.Pending(); err != nil || len(recs) != 1 || recs[0].URL != indexed {
+		t.Errorf("Pending = %v, %v; want the index write alone", recs, err)
+	}
+	all, err := f.Held("")
+	if err != nil || len(all) != 2 {
+		t.Errorf("Held(\"\") = %v, %v; want both held deletes", all, err)
+	}
+	if recs, err := f.Held("s"); err != nil || len(recs) != 1 || recs[0].URL != held || recs[0].Pending != PendingHold {
+		t.Errorf("Held(s) = %v, %v; want %s, held until its cycle's end", recs, err, held)
+	}
+
+	ev := Event{Kind: EventDeleteHeld, Reason: PendingHeld, Detail: "too many"}
+	moved, err := f.MoveHeld([]string{held, indexed, "http://a.test/unknown"}, PendingHeld, ev)
+	if err != nil || len(moved) != 1 || moved[0].URL != held || moved[0].Pending != PendingHeld {
+		t.Errorf("MoveHeld to held = %v, %v; want %s alone", moved, err, held)
+	}
+	if moved, err := f.MoveHeld([]string{held}, PendingHeld, ev); err != nil || len(moved) != 0 {
+		t.Errorf("MoveHeld of a delete held already = %v, %v; want nothing moved", moved, err)
+	}
+	if evs, _ := f.History(held); evs[len(evs)-1].Kind != EventDeleteHeld || evs[len(evs)-1].Detail != "too many" {
+		t.Errorf("history of the held delete ends with %+v", evs[len(evs)-1])
+	}
+	moved, err = f.MoveHeld([]string{held, other}, PendingDelete, Event{Kind: EventWriteSent, Reason: PendingDelete})
+	if err != nil || len(moved) != 2 {
+		t.Errorf("MoveHeld to delete = %v, %v; want both", moved, err)
+	}
+	if recs, err := f.Held(""); err != nil || len(recs) != 0 {
+		t.Errorf("Held after the deletes were released = %v, %v; want none", recs, err)
+	}
+	if recs, err := f.Pending(); err != nil || len(recs) != 3 {
+		t.Errorf("Pending after the deletes were released = %v, %v; want them and the index write", recs, err)
+	}
+	if _, err := f.MoveHeld([]string{held}, PendingIndex, ev); err == nil {
+		t.Error("MoveHeld to an index write: no error")
+	}
+}

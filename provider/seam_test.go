@@ -67,6 +67,16 @@ func (s *countingStore) Refetch(urls []string) error {
 	return s.store.Refetch(urls)
 }
 
+func (s *countingStore) Held(source string) ([]frontier.Record, error) {
+	s.count("Held")
+	return s.store.Held(source)
+}
+
+func (s *countingStore) MoveHeld(urls []string, to string, ev frontier.Event) ([]frontier.Record, error) {
+	s.count("MoveHeld")
+	return s.store.MoveHeld(urls, to, ev)
+}
+
 func (s *countingStore) Get(url string) (frontier.Record, bool, error) {
 	s.count("Get")
 	return s.store.Get(url)

@@ -14,8 +14,10 @@ var ErrNoCrawl = errors.New("esfrontier: no crawl has stored its state there yet
 
 var _ frontier.Reports = (*Store)(nil)
 
-// openReadOnly reads the cycle and the cluster once; every change the
-// store is asked for then fails.
+// openReadOnly reads the cycle and the cluster once and takes no
+// partition: Next has nothing to hand out. Options.ReadOnly asks for no
+// change; Options.Maintain for a few, made record by record as any
+// process makes them.
 func (s *Store) openReadOnly(ctx context.Context) (*Store, error) {
 	err := s.do(ctx, http.MethodHead, "/"+s.urls, nil, nil)
 	if isStatus(err, 404) {

@@ -718,7 +718,7 @@ func (l *lease) CompleteAsync(o frontier.Outcome, done func(error)) error {
 		l.Release()
 		return fmt.Errorf("esfrontier: %s: cannot complete as %s", l.rec.URL, o.State)
 	}
-	if o.Pending != "" && o.Pending != frontier.PendingIndex && o.Pending != frontier.PendingDelete {
+	if o.Pending != "" && o.Pending != frontier.PendingIndex && o.Pending != frontier.PendingDelete && o.Pending != frontier.PendingHold {
 		l.Release()
 		return fmt.Errorf("esfrontier: %s: unknown pending write %q", l.rec.URL, o.Pending)
 	}
@@ -814,7 +814,8 @@ func (q *scheduler) finish(c *completion, err error) {
 		q.held[u] = true
 	} else {
 		q.recent[u] = storedOutcome{at: q.s.now(), seqNo: c.seqNo, term: c.term}
-		if c.o.Pending != "" {
+		if c.o.Pending != "" && !frontier.HeldDelete(c.o.Pending) {
+			// A held delete is sent by no one: nothing to wait for.
 			q.unacked[u] = c.l.h.part
 		}
 	}

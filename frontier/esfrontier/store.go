@@ -65,6 +65,11 @@ type Options struct {
 	// ReadOnly opens the indices of an existing crawl for reading only
 	// (status): no partition is taken, no change is made.
 	ReadOnly bool
+	// Maintain opens the indices of an existing crawl, as ReadOnly does,
+	// for a command that changes a few records without taking part in the
+	// crawl (confirm-deletes): no partition is taken, Next hands out
+	// nothing, and the processes crawling keep their shares.
+	Maintain bool
 	// Log hears of the failures the store retries by itself; nil
 	// discards them.
 	Log *slog.Logger
@@ -158,7 +163,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		node: opt.Node, parts: opt.Partitions, ttl: opt.LeaseTTL, histLen: opt.History, policy: opt.Policy, now: opt.Now, log: opt.Log,
 		seen: map[uint64]struct{}{}, inst: opt.Node + "-" + randomToken(), cycleMoved: make(chan struct{})}
 	s.bud = newBudgets(s, opt.Budgets, opt.OnBudget)
-	if opt.ReadOnly {
+	if opt.ReadOnly || opt.Maintain {
 		return s.openReadOnly(ctx)
 	}
 	if err := s.ensureIndices(ctx, opt.Shards, opt.Replicas); err != nil {

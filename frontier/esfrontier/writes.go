@@ -320,6 +320,62 @@ func (s *Store) Pending() ([]frontier.Record, error) {
 	}
 }
 
+// Held lists the records of source ("" for every source) whose delete is
+// held back, in every partition: the guard that holds them judges a
+// source as a whole.
+func (s *Store) Held(source string) ([]frontier.Record, error) {
+	// Read at a cycle's end, right after its last outcomes were stored.
+	if err := s.refresh(context.Background()); err != nil {
+		return nil, err
+	}
+	filter := []any{map[string]any{"terms": map[string]any{"pending": []string{frontier.PendingHold, frontier.PendingHeld}}}}
+	if source != "" {
+		filter = append(filter, map[string]any{"term": map[string]any{"source": source}})
+	}
+	var out []frontier.Record
+	after := ""
+	for {
+		recs, err := s.page(filter, after)
+		if err != nil {
+			return nil, &Error{Op: "list held deletes", Err: err}
+		}
+		out = append(out, recs...)
+		if len(recs) < pageSize {
+			return out, nil
+		}
+		after = out[len(out)-1].URL
+	}
+}
+
+// MoveHeld moves the held deletes of urls to to (PendingDelete or
+// PendingHeld), with ev in the history of each URL moved.
+func (s *Store) MoveHeld(urls []string, to string, ev frontier.Event) ([]frontier.Record, error) {
+	if to != frontier.PendingDelete && to != frontier.PendingHeld {
+		return nil, fmt.Errorf("esfrontier: cannot move a held delete to %q", to)
+	}
+	var out []frontier.Record
+	for start := 0; start < len(urls); start += pageSize {
+		chunk := urls[start:min(start+pageSize, len(urls))]
+		recs, changed, _, err := s.changeNoting(chunk, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
+			if !frontier.HeldDelete(r.Pending) || r.Pending == to {
+				return false, nil
+			}
+			r.Pending = to
+			note(ev)
+			return true, nil
+		})
+		if err != nil {
+			return out, err
+		}
+		for i, c := range changed {
+			if c {
+				out = append(out, recs[i])
+			}
+		}
+	}
+	return out, nil
+}
+
 // Acknowledge records the index's answers.
 func (s *Store) Acknowledge(acks []frontier.Ack) ([]error, error) {
 	if len(acks) == 0 {
@@ -473,6 +529,9 @@ func (s *Store) Reapply(verdicts []frontier.Verdict) (dropped, requeued int, err
 			case r.State != frontier.Excluded && !v.Allowed:
 				if r.Indexed || r.Pending == frontier.PendingIndex {
 					r.Pending = frontier.PendingDelete
+					if v.Hold {
+						r.Pending = frontier.PendingHold
+					}
 				}
 				r.State, r.Reason = frontier.Excluded, v.Reason
 				kind[r.URL] = 2
@@ -610,6 +669,11 @@ func (s *Store) Orphans(urls []string, change frontier.OrphanChange) ([]frontier
 					return false, nil
 				}
 				r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, frontier.ReasonOrphan, true, frontier.PendingDelete
+			case frontier.OrphanHold:
+				if !holds {
+					return false, nil
+				}
+				r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, frontier.ReasonOrphan, true, frontier.PendingHold
 			default:
 				return false, fmt.Errorf("esfrontier: unknown orphan change %d", change)
 			}
