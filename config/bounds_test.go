@@ -68,6 +68,8 @@ var numericKeys = []numericKey{
 	{"sources[0].budget.max_hosts", src("budget: {max_hosts: %s}"), "1", "1000000", "0", "1000001"},
 	{"sources[0].budget.max_pages_per_cycle", src("budget: {max_pages_per_cycle: %s}"), "1", "1000000000", "0", "1000000001"},
 	{"sources[0].budget.max_pages_per_host_per_cycle", src("budget: {max_pages_per_host_per_cycle: %s}"), "1", "1000000000", "0", "1000000001"},
+	{"sources[0].hold_deletes.percent", src("hold_deletes: {percent: %s}"), "0", "100", "-1", "101"},
+	{"sources[0].hold_deletes.min_count", src("hold_deletes: {min_count: %s}"), "0", "1000000000", "-1", "1000000001"},
 	{"sources[0].render.timeout", src("render: {timeout: %s}"), "1s", "10m", "999999999ns", "600000000001ns"},
 	{"sources[0].crawl_rules[0].render.timeout", src("crawl_rules: [{match: {path: /x}, render: {timeout: %s}}]"), "1s", "10m", "999999999ns", "600000000001ns"},
 	{"sources[0].crawl_rules[0].priority", src("crawl_rules: [{match: {path: /x}, priority: %s}]"), "-2", "2", "-3", "3"},

@@ -251,6 +251,11 @@ type Source struct {
 	// Budget bounds what the source may hold in the state store and fetch
 	// in one cycle, so a spider trap stops at a bounded size.
 	Budget Budget `yaml:"budget"`
+	// HoldDeletes holds back the deletes of a cycle that would take too
+	// large a share of the source's documents (a site answering 404
+	// everywhere, robots.txt disallowing all, a lost login) until a later
+	// visit decides them again or an operator confirms them.
+	HoldDeletes HoldDeletes `yaml:"hold_deletes"`
 	// Auth and Headers are sent only to the hosts of this source's start URLs.
 	Auth    *Auth             `yaml:"auth"`
 	Headers map[string]string `yaml:"headers"`
@@ -325,6 +330,18 @@ type Budget struct {
 	MaxPagesPerCycle int64 `yaml:"max_pages_per_cycle"`
 	// MaxPagesPerHostPerCycle is MaxPagesPerCycle for one host.
 	MaxPagesPerHostPerCycle int64 `yaml:"max_pages_per_host_per_cycle"`
+}
+
+// HoldDeletes is a source's guard against losing much of its index in
+// one cycle: a cycle whose deletes are more than MinCount and more than
+// Percent of the source's documents holds them.
+type HoldDeletes struct {
+	// Percent is the share of the source's documents, in percent, that
+	// one cycle may delete; 100 never holds (and sends every delete as it
+	// is decided).
+	Percent int `yaml:"percent"`
+	// MinCount is how many deletes one cycle may make whatever their share.
+	MinCount int64 `yaml:"min_count"`
 }
 
 // CrawlRule is an Exalead-style rule: a boolean match tree and the actions

@@ -68,6 +68,7 @@ func TestDefaultsAreAppliedToWhatTheFileLeavesOut(t *testing.T) {
 	check("max_temporary_errors", s.MaxTemporaryErrors, 3)
 	check("budget", s.Budget, Budget{MaxURLs: 5_000_000, MaxURLsPerHost: 1_000_000, MaxHosts: 10_000,
 		MaxPagesPerCycle: 2_000_000, MaxPagesPerHostPerCycle: 1_000_000})
+	check("hold_deletes", s.HoldDeletes, HoldDeletes{Percent: 10, MinCount: 10})
 	check("auth", s.Auth, (*Auth)(nil))
 	check("reject_list", s.RejectList, "")
 }

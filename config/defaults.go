@@ -121,6 +121,16 @@ const (
 	DefaultMaxPagesPerHostPerCycle = 1_000_000
 )
 
+// The default guard against a cycle deleting much of a source's index
+// (docs/config.md says why these): Algolia's crawler refuses to publish a
+// crawl that lost more than 10% of the records; below 100 documents the
+// count rules, so that a small source's ordinary edits (3 pages of 20)
+// are not held every time.
+const (
+	DefaultHoldDeletesPercent  = 10
+	DefaultHoldDeletesMinCount = 10
+)
+
 // Upper bounds of the budget keys: a billion URLs is some hundreds of
 // gigabytes of state, and each host queued on costs the scheduler a few
 // hundred bytes of memory while it has work.
@@ -324,6 +334,8 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 	defaultAt(written, at("budget.max_hosts"), &b.MaxHosts, DefaultMaxHosts)
 	defaultAt(written, at("budget.max_pages_per_cycle"), &b.MaxPagesPerCycle, DefaultMaxPagesPerCycle)
 	defaultAt(written, at("budget.max_pages_per_host_per_cycle"), &b.MaxPagesPerHostPerCycle, DefaultMaxPagesPerHostPerCycle)
+	defaultAt(written, at("hold_deletes.percent"), &s.HoldDeletes.Percent, DefaultHoldDeletesPercent)
+	defaultAt(written, at("hold_deletes.min_count"), &s.HoldDeletes.MinCount, DefaultHoldDeletesMinCount)
 
 	if s.Auth != nil {
 		s.Auth.setDefaults(at("auth"), written, dir)

@@ -29,7 +29,7 @@ func (s *Source) Path() string { return SourcePath(s.Index) }
 // every known URL be re-judged (issue 6).
 var fingerprintSkip = []string{
 	"discovery_interval", "max_age", "sitemap_limits", "politeness",
-	"orphans", "max_temporary_errors", "auth", "headers", "budget",
+	"orphans", "max_temporary_errors", "auth", "headers", "budget", "hold_deletes",
 	// Rendering changes no URL's place in the crawl space: it has its own
 	// fingerprint (RenderFingerprint), whose change reads pages again.
 	"render",

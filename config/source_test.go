@@ -46,6 +46,7 @@ func TestFingerprintChangesWithTheCrawlSpaceOnly(t *testing.T) {
 		"orphans":              src("orphans: delete"),
 		"max temporary errors": src("max_temporary_errors: 9"),
 		"budget":               src("budget: {max_urls: 10, max_pages_per_cycle: 5}"),
+		"hold deletes":         src("hold_deletes: {percent: 50, min_count: 0}"),
 		"credentials":          src("auth: {username: u, password: p}", "headers: {X-Token: abc}"),
 		"user agent version":   "user_agent: crawlspace/9.9\n" + minimal,
 		"fetch timeouts":       "fetch: {timeout: 5s, concurrency: 2}\n" + minimal,

@@ -664,6 +664,8 @@ func (k *checker) source(i int) {
 	k.between(at("budget.max_hosts"), b.MaxHosts, 1, maxBudgetHosts)
 	k.between(at("budget.max_pages_per_cycle"), b.MaxPagesPerCycle, 1, maxBudgetURLs)
 	k.between(at("budget.max_pages_per_host_per_cycle"), b.MaxPagesPerHostPerCycle, 1, maxBudgetURLs)
+	k.between(at("hold_deletes.percent"), int64(s.HoldDeletes.Percent), 0, 100)
+	k.between(at("hold_deletes.min_count"), s.HoldDeletes.MinCount, 0, maxBudgetURLs)
 
 	if s.Auth != nil {
 		k.auth(at("auth"), s)
