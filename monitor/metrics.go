@@ -68,6 +68,7 @@ type Metrics struct {
 	nextDiscovery *prometheus.GaugeVec
 	orphans       *prometheus.GaugeVec
 	orphansKept   *prometheus.GaugeVec
+	deletesHeld   *prometheus.GaugeVec
 
 	sources sync.Map // source name -> *sourceMetrics
 }
@@ -120,13 +121,16 @@ func NewMetrics(version string, sources []string) *Metrics {
 		Help: "Indexed pages no link reaches any more from the source's start URLs, sitemaps or feeds, as last found (at the end of a cycle that visited them and could decide)."}, []string{"source"})
 	m.orphansKept = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "orphans_kept",
 		Help: "Of those orphans, how many the source's orphans policy left in the index (keep, or recheck and still served)."}, []string{"source"})
-	m.reg.MustRegister(m.bulkLatency, m.bulkFailures, m.cycles, m.cycleFailures, m.cycleSeconds, m.cycleEnd, m.nextDiscovery, m.orphans, m.orphansKept)
+	m.deletesHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "deletes_held",
+		Help: "Deletes the source's hold_deletes holds: a cycle would have deleted more than its share of the source's documents; they stay in the index until the next cycle decides them again or an operator confirms them."}, []string{"source"})
+	m.reg.MustRegister(m.bulkLatency, m.bulkFailures, m.cycles, m.cycleFailures, m.cycleSeconds, m.cycleEnd, m.nextDiscovery, m.orphans, m.orphansKept, m.deletesHeld)
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
 		Help: "Build information; the value is 1.", ConstLabels: prometheus.Labels{"version": version}})
 	info.Set(1)
 	m.reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range sources {
 		m.source(s)
+		m.deletesHeld.WithLabelValues(s)
 	}
 	return m
 }
@@ -201,6 +205,11 @@ func (m *Metrics) Bulk(took time.Duration, status int, err error) {
 func (m *Metrics) Orphans(source string, found, kept int) {
 	m.orphans.WithLabelValues(source).Set(float64(found))
 	m.orphansKept.WithLabelValues(source).Set(float64(kept))
+}
+
+// DeletesHeld implements provider.Observer.
+func (m *Metrics) DeletesHeld(source string, n int) {
+	m.deletesHeld.WithLabelValues(source).Set(float64(n))
 }
 
 // CycleDone records a finished cycle and when each source is next discovered.

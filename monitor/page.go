@@ -37,7 +37,8 @@ ul{margin:.2em 0;padding-left:1.2em}code{font-size:.95em}.small{color:#666;font-
 {{if .Running}}<div class="banner run" id="cycle">Cycle running since {{.Current.Started.Format "15:04:05"}} ({{when .Current.Started .Now}}).</div>
 {{else if not .NextCycle.IsZero}}<div class="banner" id="cycle">Idle. Next cycle {{when .NextCycle .Now}} ({{.NextCycle.Format "2006-01-02 15:04:05"}}).</div>{{end}}
 {{if .LastError}}<div class="banner err">The last cycle failed: {{.LastError}}</div>{{end}}
-
+{{range .Sources}}{{$src := .Name}}{{with .DeletesHeld}}<div class="banner err" id="held-{{$src}}">Deletes held for source <b>{{$src}}</b>: {{.Count}} of its {{.Documents}} documents ({{.Share}}%, more than <code>hold_deletes</code> allows: {{.Percent}}% and {{.MinCount}}), since {{.Since.Format "2006-01-02 15:04"}}, such as <a href="{{.Example}}">{{.Example}}</a>. Their documents stay in the index: the next cycle sends the deletes it decides again; <code>crawlspace confirm-deletes -config F -source {{$src}}</code> sends them now.</div>
+{{end}}{{end}}
 <h2>Sources</h2>
 <table id="sources">
 <tr><th class="l">source</th><th>fetched</th><th>pages/s</th><th>created</th><th>updated</th><th>unchanged</th><th>deleted</th><th>written</th><th>errors</th><th>queued</th><th>in store: fetched</th><th>error</th><th>excluded</th></tr>

@@ -153,6 +153,14 @@ type SourceView struct {
 	DiscoveryDue  bool      `json:"discovery_due"`
 	MaxAge        string    `json:"max_age,omitempty"`
 	Interval      string    `json:"discovery_interval"`
+	// DeletesHeld is what the source's hold_deletes holds (absent: none).
+	DeletesHeld *provider.HeldDeletes `json:"deletes_held,omitempty"`
+}
+
+// heldReader is a crawler that says what each source's delete guard
+// holds (provider.Crawler).
+type heldReader interface {
+	HeldDeletes(source string) (*provider.HeldDeletes, error)
 }
 
 // ReasonView is one reason of a report, with its examples.
@@ -211,6 +219,9 @@ func (s *Server) View() View {
 		if t, err := s.crawler.NextDiscovery(sc.Name); err == nil {
 			sv.NextDiscovery = t
 			sv.DiscoveryDue = !t.After(now)
+		}
+		if h, ok := s.crawler.(heldReader); ok {
+			sv.DeletesHeld, _ = h.HeldDeletes(sc.Name)
 		}
 		v.Sources = append(v.Sources, sv)
 	}

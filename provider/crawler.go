@@ -98,6 +98,8 @@ type Crawler struct {
 	timing timing
 	// ran is the cycle last begun or resumed here.
 	ran atomic.Uint64
+	// maintain is set on a crawler that crawls nothing (NewMaintenance).
+	maintain bool
 }
 
 // timing holds how long a crawler waits, for what.
@@ -134,10 +136,22 @@ type SinkOpener func(onResult func(sink.Result)) (sink.Sink, error)
 // New prepares a crawler: it opens the state store under cfg.StateDir and
 // the sink. Close releases both.
 func New(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) (*Crawler, error) {
+	return newCrawler(cfg, set, open, log, false)
+}
+
+// NewMaintenance prepares a crawler that crawls nothing, for a command that
+// changes a few records and sends their writes (confirm-deletes): a state
+// store shared by a cluster is opened without taking part in its crawl,
+// so the processes crawling keep their shares.
+func NewMaintenance(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger) (*Crawler, error) {
+	return newCrawler(cfg, set, open, log, true)
+}
+
+func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.Logger, maintain bool) (*Crawler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Crawler{cfg: cfg, rules: set, log: log,
+	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming}
 	c.report.Store(NewReport(""))
 	var err error
@@ -302,6 +316,7 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 		// its retries) is followed by another: this one.
 		c.cluster.Recover()
 	}
+	c.announceHeld(report)
 	err := c.cycle(ctx, discover)
 	// Searches see the cycle only once every write of it has landed; a
 	// stop or an outage that outlasts flushWait ends it unpublished, its
@@ -338,6 +353,11 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.writes.resume(ctx); err != nil {
 		return err
 	}
+	if !resumed {
+		if err := c.recheckHeld(); err != nil {
+			return err
+		}
+	}
 	if err := c.checkpoint(); err != nil {
 		return err
 	}
@@ -369,6 +389,9 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 		return err
 	}
 	if err := c.orphans(ctx, discover); err != nil {
+		return err
+	}
+	if err := c.judgeDeletes(ctx); err != nil {
 		return err
 	}
 	return c.front.PutMeta(metaCycleDone, strconv.AppendUint(nil, cycle, 10))
@@ -516,7 +539,7 @@ func (c *Crawler) rereadIfRenderChanged() error {
 func (c *Crawler) Reapply() error {
 	var verdicts []frontier.Verdict
 	err := frontier.ForEach(c.front, frontier.Query{}, func(r frontier.Record) error {
-		if v := c.verdict(&r); v.Changes(&r) {
+		if v := c.reapplyVerdict(&r); v.Changes(&r) {
 			verdicts = append(verdicts, v)
 		}
 		return nil
@@ -557,6 +580,15 @@ func (c *Crawler) verdict(r *frontier.Record) frontier.Verdict {
 		return v
 	}
 	v.Allowed, v.Refetch = true, r.Indexed && !d.Index
+	return v
+}
+
+// reapplyVerdict is verdict with the delete of a refused URL's document
+// held back when its source is guarded: a config change that excludes
+// most of a source is held like any other cycle's deletes.
+func (c *Crawler) reapplyVerdict(r *frontier.Record) frontier.Verdict {
+	v := c.verdict(r)
+	v.Hold = !v.Allowed && c.guarded(r.Source)
 	return v
 }
 

@@ -37,6 +37,9 @@ type Observer interface {
 	// of them its orphans policy left in the index; called only for a
 	// source whose orphans that cycle decided.
 	Orphans(source string, found, kept int)
+	// DeletesHeld: the deletes of source its hold_deletes holds, as a
+	// cycle starts and ends and after a confirmation; 0 when none.
+	DeletesHeld(source string, n int)
 }
 
 // Document outcomes as the report counts them.

@@ -82,6 +82,9 @@ type orphanScan struct {
 	found     map[string][]string // source -> orphans: fetched, indexed, not reached
 	linked    []string            // pages marked orphans that are reached again
 	revive    []string            // pages deleted as orphans that are reached again
+	// agreed are the orphans of sources in decide whose delete the guard
+	// held and that are still not reached: the walk decides it again.
+	agreed []frontier.Record
 	// unreached counts the pages of every configured source that hold a
 	// document and are not reached, decided this cycle or not; unsettled
 	// the URLs still queued, which the reach generation reads as fetched
@@ -92,7 +95,8 @@ type orphanScan struct {
 // none says the walk found nothing to do for any source: a walk over the
 // same roots, links and records would find nothing again.
 func (s *orphanScan) none() bool {
-	return s.undecided == "" && s.unreached == 0 && s.unsettled == 0 && len(s.linked) == 0 && len(s.revive) == 0
+	return s.undecided == "" && s.unreached == 0 && s.unsettled == 0 && len(s.linked) == 0 && len(s.revive) == 0 &&
+		len(s.agreed) == 0
 }
 
 // orphans applies the orphan policy of each source discovered in the cycle
@@ -175,6 +179,15 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 			report.Warn(fmt.Sprintf("orphans not decided for %s: %s", strings.Join(strict, ", "), s.undecided))
 		}
 	} else {
+		agreed := map[string][]frontier.Record{}
+		for _, r := range s.agreed {
+			agreed[r.Source] = append(agreed[r.Source], r)
+		}
+		for _, recs := range agreed {
+			if _, err := c.releaseHeld(ctx, recs, whyDecidedAgain); err != nil {
+				return err
+			}
+		}
 		for _, src := range discover {
 			urls := s.found[src.cfg.Name]
 			if len(urls) == 0 {
@@ -242,6 +255,10 @@ func (c *Crawler) scanOrphans(decide map[string]*source, roots []uint64) (*orpha
 		}
 		in := reached.Has(r.URL)
 		if !in {
+			if r.Pending == frontier.PendingHeld && r.Orphan && r.State == frontier.Excluded &&
+				decide[r.Source] != nil && decide[r.Source].cfg.Orphans == orphansDelete {
+				s.agreed = append(s.agreed, r)
+			}
 			if holdsDocument(&r) && c.sources[r.Source] != nil {
 				s.unreached++
 				if decide[r.Source] != nil {
@@ -372,15 +389,23 @@ func (c *Crawler) recheckOrphans(urls []string) (int, error) {
 }
 
 // deleteOrphans excludes the orphans with reason "orphan" and deletes their
-// documents through the pending writes, like any other deletion.
+// documents through the pending writes, like any other deletion: held
+// back until the end of the cycle when the source is guarded.
 func (c *Crawler) deleteOrphans(ctx context.Context, src *source, urls []string) error {
-	changed, err := c.front.Orphans(urls, frontier.OrphanDelete)
+	change := frontier.OrphanDelete
+	if c.guarded(src.cfg.Name) {
+		change = frontier.OrphanHold
+	}
+	changed, err := c.front.Orphans(urls, change)
 	if len(changed) > 0 {
 		c.reportNow().ReasonN(src.cfg.Name, changed[0].URL, reasonOrphan, "", len(changed))
 	}
 	for i := range changed {
 		r := &changed[i]
 		c.log.Info("orphan deleted", "url", r.URL, "source", r.Source, "reason", reasonOrphan)
+		if change == frontier.OrphanHold {
+			continue // judgeDeletes sends it, or holds it
+		}
 		if derr := c.writes.sendCtx(ctx, deletion(*r)); derr != nil {
 			// The deletion stays pending and is sent again by the next cycle.
 			c.log.Warn("sink write failed", "url", r.URL, "source", r.Source, "reason", reasonOrphan, "delete", true, "err", derr)

@@ -219,6 +219,7 @@ func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write,
 	}
 	linksGone(&o, lease.Record())
 	if w != nil {
+		c.holdDelete(w, lease.Record())
 		w.pend(&o)
 	}
 	it := lease.Item()
@@ -255,7 +256,7 @@ func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write,
 		if o.Found != nil {
 			c.reportRefused(o.Found)
 		}
-		if w != nil {
+		if w != nil && !w.hold {
 			c.writes.send(w)
 		}
 		if groups != nil {

@@ -38,6 +38,10 @@ type Counts struct {
 	// delete) or the status a recheck got.
 	Orphans     int `json:"orphans"`
 	OrphansKept int `json:"orphans_kept"`
+	// DeletesHeld counts the deletes the source's hold_deletes held as the
+	// cycle ended: more than its share of the source's documents. Their
+	// documents stay in the index (see the warnings).
+	DeletesHeld int `json:"deletes_held"`
 }
 
 // Example is one URL behind a reason, so an administrator can look at it.
@@ -172,6 +176,17 @@ func (r *Report) orphans(src string, found, kept int) {
 	}
 }
 
+// deletesHeld counts the deletes a source's guard holds as the cycle ends;
+// the observer hears of a source that holds none too.
+func (r *Report) deletesHeld(src string, n int) {
+	if n > 0 {
+		r.add(src, func(c *Counts) { c.DeletesHeld += n })
+	}
+	if r.obs != nil {
+		r.obs.DeletesHeld(src, n)
+	}
+}
+
 // unchanged counts a document that needed no write.
 func (r *Report) unchanged(src string) {
 	r.add(src, func(c *Counts) { c.Unchanged++ })
@@ -291,6 +306,9 @@ func (r *Report) Summary(w io.Writer) {
 			name, c.Fetched, c.Created, c.Updated, c.Unchanged, c.Deleted, c.Written, c.Errors)
 		if c.Orphans > 0 {
 			fmt.Fprintf(w, "  %-12s orphans %d, kept %d\n", "", c.Orphans, c.OrphansKept)
+		}
+		if c.DeletesHeld > 0 {
+			fmt.Fprintf(w, "  %-12s deletes held %d (their documents stay in the index)\n", "", c.DeletesHeld)
 		}
 		codes := make([]string, 0, len(c.Reasons))
 		for k := range c.Reasons {

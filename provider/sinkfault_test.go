@@ -413,6 +413,7 @@ func (r *retries) Document(string, string)                 {}
 func (r *retries) Reason(string, string, int, bool)        {}
 func (r *retries) Bulk(time.Duration, int, error)          {}
 func (r *retries) Orphans(string, int, int)                {}
+func (r *retries) DeletesHeld(string, int)                 {}
 func (r *retries) IndexRetry(string) {
 	r.mu.Lock()
 	r.n++

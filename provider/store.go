@@ -24,7 +24,7 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 		}
 		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
 			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
-			Shards: conn.Shards, Replicas: conn.Replicas, Log: c.log,
+			Shards: conn.Shards, Replicas: conn.Replicas, Log: c.log, Maintain: c.maintain,
 			History: frontier.DefaultHistory, Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
 		if err != nil {
 			return nil, nil, err
@@ -40,6 +40,9 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 	c.bolt = f
 	return f, f, nil
 }
+
+// Target names where documents go: the physical index, or the file.
+func (c *Crawler) Target() string { return c.sink.Target() }
 
 // Store is the state store as the crawl uses it.
 func (c *Crawler) Store() frontier.Store { return c.front }

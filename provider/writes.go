@@ -34,6 +34,10 @@ type write struct {
 	id, url string
 	source  string
 	doc     *docfields.Document
+	// hold holds a delete back from the sink until the end of its cycle
+	// (see holdDelete); why says, for the URL's history, why one is sent.
+	hold bool
+	why  string
 }
 
 // deletion is the delete of the document rec holds or has on its way.
@@ -52,11 +56,16 @@ func (w *write) pend(o *frontier.Outcome) {
 	if w.del {
 		o.Pending = pendingDelete
 	}
+	if w.hold {
+		o.Pending = frontier.PendingHold
+		o.History = append(o.History, frontier.Event{Kind: frontier.EventDeleteHeld, Reason: o.Pending, Detail: frontier.HoldDetail})
+		return
+	}
 	if w.doc != nil {
 		// The document waits in memory for the outcome's commit.
 		o.Holds = w.doc.Size()
 	}
-	o.History = append(o.History, frontier.Event{Kind: frontier.EventWriteSent, Reason: o.Pending})
+	o.History = append(o.History, frontier.Event{Kind: frontier.EventWriteSent, Reason: o.Pending, Detail: w.why})
 }
 
 // writer owns the write protocol between the store and the sink.

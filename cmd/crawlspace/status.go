@@ -35,6 +35,8 @@ type sourceStatus struct {
 	NextDiscovery time.Time `json:"next_discovery,omitzero"`
 	// Budget is what the source holds against its budget.
 	Budget *budgetStatus `json:"budget"`
+	// DeletesHeld is what the source's hold_deletes holds (absent: none).
+	DeletesHeld *provider.HeldDeletes `json:"deletes_held,omitempty"`
 }
 
 // urlStatus is `status -url U`.
@@ -197,6 +199,9 @@ func sourceStatuses(cfg *config.Config, front statusStore) ([]sourceStatus, erro
 		if st.Budget, err = sourceBudget(front, sc); err != nil {
 			return nil, err
 		}
+		if st.DeletesHeld, err = provider.ReadHeldDeletes(front, sc.Name); err != nil {
+			return nil, err
+		}
 		out = append(out, st)
 	}
 	return out, nil
@@ -227,6 +232,11 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 		}
 		if st.Budget != nil {
 			printBudget(w, st.Budget)
+		}
+		if h := st.DeletesHeld; h != nil {
+			fmt.Fprintf(w, "  deletes held: %d of %d documents (%d%%, more than hold_deletes.percent %d and min_count %d) since %s, cycle %d; such as %s\n",
+				h.Count, h.Documents, h.Share(), h.Percent, h.MinCount, h.Since.Local().Format("2006-01-02 15:04:05 MST"), h.Cycle, h.Example)
+			fmt.Fprintf(w, "    their documents stay in the index: the next cycle sends those it decides again; crawlspace confirm-deletes -config F -source %s sends them now\n", st.Source)
 		}
 		fmt.Fprintf(w, "  due for an aged check: %d\n", st.AgedCheckDue)
 		if st.NextDiscovery.IsZero() {
@@ -329,7 +339,13 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 	if st.Indexed {
 		idx = "indexed as " + st.DocID
 	}
-	if st.Pending != "" {
+	switch st.Pending {
+	case "":
+	case frontier.PendingHold:
+		idx += ", its delete held back until the end of the cycle (hold_deletes)"
+	case frontier.PendingHeld:
+		idx += ", its delete held: the cycle that decided it would have deleted too many of the source's documents (hold_deletes)"
+	default:
 		idx += ", " + st.Pending + " write awaiting acknowledgement"
 	}
 	if st.Target != "" {

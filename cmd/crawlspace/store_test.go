@@ -164,7 +164,8 @@ func randomPage(n int64) []byte {
 }
 
 // storeCommands are the commands that open the state store.
-var storeCommands = [][]string{{"crawl", "-quiet"}, {"run", "-quiet"}, {"status"}, {"status", "-json"}, {"reindex", "-quiet"}, {"clear-errors"}}
+var storeCommands = [][]string{{"crawl", "-quiet"}, {"run", "-quiet"}, {"status"}, {"status", "-json"}, {"reindex", "-quiet"}, {"clear-errors"},
+	{"confirm-deletes", "-source", "docs"}}
 
 func TestEveryCommandRefusesADamagedStoreWithExitOneAndNoPanic(t *testing.T) {
 	config, store := crawledStore(t)
@@ -239,7 +240,7 @@ func TestStatusReadsAStoreOnAReadOnlyFileSystemAndTheOthersSayItCannotBeWritten(
 	if r := runCommand(t, "status", "-config", config); r.code != exitOK || !strings.Contains(r.stdout, "docs: ") || strings.Contains(r.stderr, "running crawl") {
 		t.Errorf("status of a store on a read-only file system: %s; want its counts", r)
 	}
-	for _, args := range [][]string{{"crawl", "-quiet"}, {"clear-errors"}} {
+	for _, args := range [][]string{{"crawl", "-quiet"}, {"clear-errors"}, {"confirm-deletes", "-source", "docs"}} {
 		r := runCommand(t, append(args, "-config", config)...)
 		if r.code != exitFailed || !strings.Contains(r.stderr, "state store "+ro+" cannot be written") || !strings.Contains(r.stderr, "read-only file system") {
 			t.Errorf("crawlspace %s on a read-only store: %s; want exit 1 saying it cannot be written and why", args[0], r)
