@@ -233,6 +233,18 @@ func (f *Frontier) Reach(roots []uint64) (*Reached, error) {
 // of its class. fn may run more than once for a URL and must not call the
 // Frontier.
 func (f *Frontier) updateEach(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
+	return f.updateAll(urls, func(r *Record) (bool, []Event) {
+		if r.State == Waiting || r.State == InFlight {
+			return false, nil
+		}
+		return fn(r)
+	})
+}
+
+// updateAll is updateEach with fn seeing Waiting and leased records too
+// (InFlight): for those it may change the bookkeeping only (a pending
+// write), not the state, which is their worker's.
+func (f *Frontier) updateAll(urls []string, fn func(*Record) (bool, []Event)) ([]Record, error) {
 	var out []Record
 	changes := make([]edit, 0, min(len(urls), writeChunk))
 	for chunk := range slices.Chunk(urls, writeChunk) {
@@ -243,9 +255,6 @@ func (f *Frontier) updateEach(urls []string, fn func(*Record) (bool, []Event)) (
 		for i := range changes {
 			c := &changes[i]
 			c.Fn = func(r *Record) error {
-				if r.State == Waiting || r.State == InFlight {
-					return errUnchanged
-				}
 				ok, evs := fn(r)
 				if !ok {
 					return errUnchanged

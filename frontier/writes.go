@@ -61,33 +61,13 @@ func (f *Frontier) MoveHeld(urls []string, to string, ev Event) ([]Record, error
 	if to != PendingDelete && to != PendingHeld {
 		return nil, fmt.Errorf("frontier: cannot move a held delete to %q", to)
 	}
-	var out []Record
-	changes := make([]edit, 0, min(len(urls), writeChunk))
-	for chunk := range slices.Chunk(urls, writeChunk) {
-		changes = changes[:0]
-		for _, u := range chunk {
-			changes = append(changes, edit{URL: u, Events: []Event{ev}, Fn: func(r *Record) error {
-				if !HeldDelete(r.Pending) || r.Pending == to {
-					return errUnchanged
-				}
-				r.Pending = to
-				return nil
-			}})
+	return f.updateAll(urls, func(r *Record) (bool, []Event) {
+		if !HeldDelete(r.Pending) || r.Pending == to {
+			return false, nil
 		}
-		if err := f.updateBatch(changes); err != nil {
-			return out, err
-		}
-		for _, c := range changes {
-			switch {
-			case c.Err == nil:
-				out = append(out, c.Record)
-			case errors.Is(c.Err, errUnchanged), errors.Is(c.Err, ErrNotFound):
-			default:
-				return out, c.Err
-			}
-		}
-	}
-	return out, nil
+		r.Pending = to
+		return true, []Event{ev}
+	})
 }
 
 // Acknowledge records acks in one transaction: an acknowledged write is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
@@ -19,14 +20,54 @@ import (
 	"github.com/crawlspace/crawlspace/sink"
 )
 
-// shrinkingSite is a site of a home page linking n pages, which a test
-// takes away (some pages, or all of it) and brings back with fill.
-func shrinkingSite(t *testing.T, n int) (*mutableSite, []string) {
-	site := newMutableSite(t)
-	return site, fill(site, n)
+// holdCrawl is a source "site" of a home page linking 20 pages, crawled
+// once into the real node, every page due for its aged check at every
+// cycle (max_age 1ns), with the crawler's metrics to read.
+type holdCrawl struct {
+	esURL, index string
+	site         *mutableSite
+	paths        []string // the home page's and its pages'
+	cfg          *config.Config
+	c            *provider.Crawler
+	m            *monitor.Metrics
 }
 
-// fill serves the home page and its n pages again, and returns their paths.
+// newHoldCrawl crawls the site once; cluster (a cluster block, or a
+// state_dir) goes at the top of the config, extra under the source.
+func newHoldCrawl(t *testing.T, cluster, extra string) *holdCrawl {
+	t.Helper()
+	h := &holdCrawl{esURL: estest.URL(t), index: estest.Index(t), site: newMutableSite(t)}
+	h.paths = fill(h.site, 20)
+	h.cfg = h.config(t, cluster, extra)
+	h.open(t)
+	if r := again(t, h.c); r.Sources["site"].Created != len(h.paths) {
+		t.Fatalf("the first crawl created %+v, want %d documents", r.Sources["site"], len(h.paths))
+	}
+	return h
+}
+
+// config is the crawl's configuration with top at its top and extra under
+// the source.
+func (h *holdCrawl) config(t *testing.T, top, extra string) *config.Config {
+	return crawltest.Config(t, fmt.Sprintf(`
+elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
+%s
+allow_private_networks: true
+sources:
+  - name: site
+    start_urls: [%q]
+    max_age: 1ns
+%s`, h.esURL, h.index, top, h.site.URL+"/", indent(extra, "    ")))
+}
+
+// open starts a crawler on the configuration, with metrics of its own.
+func (h *holdCrawl) open(t *testing.T) {
+	h.c = crawltest.New(t, h.cfg)
+	h.m = monitor.NewMetrics("test", []string{"site"})
+	h.c.SetObserver(h.m)
+}
+
+// fill serves the home page and its n pages, and returns their paths.
 func fill(site *mutableSite, n int) []string {
 	var paths []string
 	for i := range n {
@@ -39,19 +80,103 @@ func fill(site *mutableSite, n int) []string {
 	return append([]string{"/"}, paths...)
 }
 
-// holdConfig crawls start into the real node with every page due for its
-// aged check at every cycle (max_age 1ns), state in Elasticsearch when
-// cluster says so; extra goes under the source.
-func holdConfig(t *testing.T, esURL, index, start, cluster, extra string) string {
-	return fmt.Sprintf(`
-elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
-%s
-allow_private_networks: true
-sources:
-  - name: site
-    start_urls: [%q]
-    max_age: 1ns
-%s`, esURL, index, cluster, start, indent(extra, "    "))
+// remove makes paths answer 404.
+func (h *holdCrawl) remove(paths ...string) {
+	for _, p := range paths {
+		h.site.remove(p)
+	}
+}
+
+// goneEverywhere makes the site answer 404 everywhere and runs a cycle,
+// which holds every delete.
+func (h *holdCrawl) goneEverywhere(t *testing.T) {
+	t.Helper()
+	h.remove(h.paths...)
+	h.wantHeld(t, again(t, h.c), len(h.paths), len(h.paths))
+}
+
+// wantKept checks that the deletes of paths are held and that every
+// document is still in the index.
+func (h *holdCrawl) wantKept(t *testing.T, paths ...string) {
+	t.Helper()
+	h.wantPending(t, frontier.PendingHeld, paths...)
+	h.wantIndexed(t, len(h.paths), "with the deletes held")
+}
+
+// wantConfirmed checks what a confirmation that sent n deletes left:
+// every held delete sent and landed, nothing held.
+func (h *holdCrawl) wantConfirmed(t *testing.T, n int, err error) {
+	t.Helper()
+	if err != nil || n != len(h.paths) {
+		t.Fatalf("ConfirmDeletes sent %d deletes (%v), want %d", n, err, len(h.paths))
+	}
+	refresh(t, h.esURL, h.index)
+	h.wantIndexed(t, 0, "after the confirmation")
+	h.wantPending(t, "", h.paths...)
+	if held, err := provider.ReadHeldDeletes(h.c.Store(), "site"); err != nil || held != nil {
+		t.Errorf("after the confirmation the state says %+v held (%v), want nothing", held, err)
+	}
+}
+
+// nextCycleSends runs the next cycle, which decides the held deletes again
+// and sends them: left documents stay, nothing is held.
+func (h *holdCrawl) nextCycleSends(t *testing.T, left int) *provider.Report {
+	t.Helper()
+	report := again(t, h.c)
+	h.wantIndexed(t, left, "after the next cycle")
+	h.wantHeld(t, report, 0, 0)
+	return report
+}
+
+// wantIndexed checks how many of the site's documents the alias holds.
+func (h *holdCrawl) wantIndexed(t *testing.T, n int, when string) {
+	t.Helper()
+	if got, _ := indexed(t, h.esURL, h.index, h.site.URL); len(got) != n {
+		t.Errorf("%s the index holds %d documents, want %d", when, len(got), n)
+	}
+}
+
+// wantHeld checks what the report, the state store (what status and the
+// status page read) and the metrics say is held for the source.
+func (h *holdCrawl) wantHeld(t *testing.T, report *provider.Report, n, docs int) {
+	t.Helper()
+	counts := report.Sources["site"]
+	if counts == nil || counts.DeletesHeld != n {
+		t.Errorf("the report counts %+v deletes held, want %d", counts, n)
+	}
+	warned := false
+	for _, w := range report.Warnings {
+		warned = warned || strings.Contains(w, fmt.Sprintf("source site: %d deletes held", n))
+	}
+	if warned != (n > 0) {
+		t.Errorf("report warnings %q; want one saying %d deletes are held: %v", report.Warnings, n, n > 0)
+	}
+	held, err := provider.ReadHeldDeletes(h.c.Store(), "site")
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case n == 0 && held != nil:
+		t.Errorf("the state store says %+v held, want nothing", held)
+	case n > 0 && (held == nil || held.Count != n || held.Documents != docs || held.Example == ""):
+		t.Errorf("the state store says %+v held, want %d of %d documents with an example", held, n, docs)
+	}
+	if got := heldGauge(t, h.m, "site"); got != float64(n) {
+		t.Errorf("crawlspace_deletes_held{source=site} is %v, want %d", got, n)
+	}
+}
+
+// wantPending checks the pending write recorded on each of paths.
+func (h *holdCrawl) wantPending(t *testing.T, pending string, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		r, ok, err := h.c.Store().Get(h.site.URL + p)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v (known %v)", p, err, ok)
+		}
+		if r.Pending != pending {
+			t.Errorf("%s has pending write %q, want %q", p, r.Pending, pending)
+		}
+	}
 }
 
 // heldGauge reads crawlspace_deletes_held{source} from m.
@@ -77,117 +202,6 @@ func heldGauge(t *testing.T, m *monitor.Metrics, source string) float64 {
 	return 0
 }
 
-// wantHeld checks what the report, the state store (what status and the
-// status page read) and the metrics say is held for source "site".
-func wantHeld(t *testing.T, c *provider.Crawler, m *monitor.Metrics, report *provider.Report, n, docs int) {
-	t.Helper()
-	counts := report.Sources["site"]
-	if counts == nil || counts.DeletesHeld != n {
-		t.Errorf("the report counts %+v deletes held, want %d", counts, n)
-	}
-	warned := false
-	for _, w := range report.Warnings {
-		warned = warned || strings.Contains(w, fmt.Sprintf("source site: %d deletes held", n))
-	}
-	if warned != (n > 0) {
-		t.Errorf("report warnings %q; want one saying %d deletes are held: %v", report.Warnings, n, n > 0)
-	}
-	h, err := provider.ReadHeldDeletes(c.Store(), "site")
-	switch {
-	case err != nil:
-		t.Fatal(err)
-	case n == 0 && h != nil:
-		t.Errorf("the state store says %+v held, want nothing", h)
-	case n > 0 && (h == nil || h.Count != n || h.Documents != docs || h.Example == ""):
-		t.Errorf("the state store says %+v held, want %d of %d documents with an example", h, n, docs)
-	}
-	if got := heldGauge(t, m, "site"); got != float64(n) {
-		t.Errorf("crawlspace_deletes_held{source=site} is %v, want %d", got, n)
-	}
-}
-
-// wantPending checks the pending write recorded on each of paths.
-func wantPending(t *testing.T, store frontier.Store, base string, pending string, paths ...string) {
-	t.Helper()
-	for _, p := range paths {
-		r, ok, err := store.Get(base + p)
-		if err != nil || !ok {
-			t.Fatalf("%s: %v (known %v)", p, err, ok)
-		}
-		if r.Pending != pending {
-			t.Errorf("%s has pending write %q, want %q", p, r.Pending, pending)
-		}
-	}
-}
-
-// A site that starts answering 404 everywhere would delete every document
-// of its source: the cycle holds the deletes (the documents stay
-// searchable, the report, the state store and the metrics say so), and
-// the next cycle, which finds the pages gone again, sends them.
-func TestASiteAnswering404EverywhereHoldsItsDeletesUntilTheNextCycleDecidesThemAgain(t *testing.T) {
-	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", ""))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	if r := again(t, c); r.Sources["site"].Created != len(paths) {
-		t.Fatalf("the first crawl created %+v, want %d documents", r.Sources["site"], len(paths))
-	}
-
-	for _, p := range paths {
-		site.remove(p)
-	}
-	report := again(t, c)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("after the site answered 404 everywhere the index holds %d documents, want all %d still", len(got), len(paths))
-	}
-	if d := report.Sources["site"].Deleted; d != 0 {
-		t.Errorf("the cycle deleted %d documents, want none", d)
-	}
-	wantHeld(t, c, m, report, len(paths), len(paths))
-	wantPending(t, c.Store(), site.URL, frontier.PendingHeld, paths...)
-
-	report = again(t, c)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != 0 {
-		t.Errorf("after the next cycle found the pages gone again the index holds %v, want nothing", got)
-	}
-	if d := report.Sources["site"].Deleted; d != len(paths) {
-		t.Errorf("the next cycle deleted %d documents, want %d", d, len(paths))
-	}
-	wantHeld(t, c, m, report, 0, 0)
-	wantPending(t, c.Store(), site.URL, "", paths...)
-}
-
-// The same held deletes, when the site is back by the next cycle: nothing
-// is deleted, the pages are indexed again and nothing stays held.
-func TestHeldDeletesOfPagesThatAreBackAreDroppedAndThePagesIndexedAgain(t *testing.T) {
-	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", ""))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	again(t, c)
-	for _, p := range paths {
-		site.remove(p)
-	}
-	wantHeld(t, c, m, again(t, c), len(paths), len(paths))
-
-	fill(site, 20)
-	report := again(t, c)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("with the site back the index holds %d documents, want %d", len(got), len(paths))
-	}
-	if counts := report.Sources["site"]; counts.Deleted != 0 || counts.Updated+counts.Created != len(paths) {
-		t.Errorf("with the site back the cycle counted %+v, want every page written again and none deleted", counts)
-	}
-	wantHeld(t, c, m, report, 0, 0)
-	wantPending(t, c.Store(), site.URL, "", paths...)
-}
-
 // refresh makes what the node holds searchable: the deletes a command sends
 // are in the index at once, and searchable at its next refresh.
 func refresh(t *testing.T, esURL, index string) {
@@ -202,38 +216,58 @@ func refresh(t *testing.T, esURL, index string) {
 	}
 }
 
+// A site that starts answering 404 everywhere would delete every document
+// of its source: the cycle holds the deletes (the documents stay
+// searchable, the report, the state store and the metrics say so), and
+// the next cycle, which finds the pages gone again, sends them.
+func TestASiteAnswering404EverywhereHoldsItsDeletesUntilTheNextCycleDecidesThemAgain(t *testing.T) {
+	t.Parallel()
+	h := newHoldCrawl(t, "", "")
+	h.remove(h.paths...)
+	report := again(t, h.c)
+	if d := report.Sources["site"].Deleted; d != 0 {
+		t.Errorf("the cycle deleted %d documents, want none", d)
+	}
+	h.wantHeld(t, report, len(h.paths), len(h.paths))
+	h.wantKept(t, h.paths...)
+
+	report = h.nextCycleSends(t, 0)
+	if d := report.Sources["site"].Deleted; d != len(h.paths) {
+		t.Errorf("the next cycle deleted %d documents, want %d", d, len(h.paths))
+	}
+	h.wantPending(t, "", h.paths...)
+}
+
+// The same held deletes, when the site is back by the next cycle: nothing
+// is deleted, the pages are indexed again and nothing stays held.
+func TestHeldDeletesOfPagesThatAreBackAreDroppedAndThePagesIndexedAgain(t *testing.T) {
+	t.Parallel()
+	h := newHoldCrawl(t, "", "")
+	h.goneEverywhere(t)
+
+	fill(h.site, 20)
+	report := again(t, h.c)
+	h.wantIndexed(t, len(h.paths), "with the site back")
+	if counts := report.Sources["site"]; counts.Deleted != 0 || counts.Updated+counts.Created != len(h.paths) {
+		t.Errorf("with the site back the cycle counted %+v, want every page written again and none deleted", counts)
+	}
+	h.wantHeld(t, report, 0, 0)
+	h.wantPending(t, "", h.paths...)
+}
+
 // An operator who knows the pages are gone confirms the held deletes: they
 // are sent at once, not at the next cycle.
 func TestConfirmingHeldDeletesSendsThemAtOnce(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", ""))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	again(t, c)
-	for _, p := range paths {
-		site.remove(p)
-	}
-	wantHeld(t, c, m, again(t, c), len(paths), len(paths))
+	h := newHoldCrawl(t, "", "")
+	h.goneEverywhere(t)
 
-	n, err := c.ConfirmDeletes(context.Background(), "site")
-	if err != nil || n != len(paths) {
-		t.Fatalf("ConfirmDeletes sent %d deletes (%v), want %d", n, err, len(paths))
-	}
-	refresh(t, esURL, index)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != 0 {
-		t.Errorf("after the confirmation the index holds %v, want nothing", got)
-	}
-	wantPending(t, c.Store(), site.URL, "", paths...)
-	if h, err := provider.ReadHeldDeletes(c.Store(), "site"); err != nil || h != nil {
-		t.Errorf("after the confirmation the state store says %+v held (%v), want nothing", h, err)
-	}
-	if got := heldGauge(t, m, "site"); got != 0 {
+	n, err := h.c.ConfirmDeletes(context.Background(), "site")
+	h.wantConfirmed(t, n, err)
+	if got := heldGauge(t, h.m, "site"); got != 0 {
 		t.Errorf("crawlspace_deletes_held{source=site} is %v after the confirmation, want 0", got)
 	}
-	if n, err := c.ConfirmDeletes(context.Background(), "site"); err != nil || n != 0 {
+	if n, err := h.c.ConfirmDeletes(context.Background(), "site"); err != nil || n != 0 {
 		t.Errorf("a second confirmation sent %d deletes (%v), want none", n, err)
 	}
 }
@@ -252,26 +286,16 @@ func TestACycleWithinTheShareDeletesAsBefore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			esURL, index := estest.URL(t), estest.Index(t)
-			site, paths := shrinkingSite(t, 20)
-			cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", tc.keys))
-			c := crawltest.New(t, cfg)
-			m := monitor.NewMetrics("test", []string{"site"})
-			c.SetObserver(m)
-			again(t, c)
-			gone := paths[len(paths)-tc.remove:]
-			for _, p := range gone {
-				site.remove(p)
-			}
-			report := again(t, c)
-			if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths)-tc.remove {
-				t.Errorf("the index holds %d documents, want %d", len(got), len(paths)-tc.remove)
-			}
+			h := newHoldCrawl(t, "", tc.keys)
+			gone := h.paths[len(h.paths)-tc.remove:]
+			h.remove(gone...)
+			report := again(t, h.c)
+			h.wantIndexed(t, len(h.paths)-tc.remove, "after the cycle")
 			if d := report.Sources["site"].Deleted; d != tc.remove {
 				t.Errorf("the cycle deleted %d documents, want %d", d, tc.remove)
 			}
-			wantHeld(t, c, m, report, 0, 0)
-			wantPending(t, c.Store(), site.URL, "", gone...)
+			h.wantHeld(t, report, 0, 0)
+			h.wantPending(t, "", gone...)
 		})
 	}
 }
@@ -279,22 +303,11 @@ func TestACycleWithinTheShareDeletesAsBefore(t *testing.T) {
 // One delete past the share holds them all: 3 of 21 documents is 14%.
 func TestOneDeletePastTheShareHoldsThemAll(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", "hold_deletes: {min_count: 2}"))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	again(t, c)
-	gone := paths[len(paths)-3:]
-	for _, p := range gone {
-		site.remove(p)
-	}
-	wantHeld(t, c, m, again(t, c), 3, len(paths))
-	wantPending(t, c.Store(), site.URL, frontier.PendingHeld, gone...)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("the index holds %d documents, want all %d", len(got), len(paths))
-	}
+	h := newHoldCrawl(t, "", "hold_deletes: {min_count: 2}")
+	gone := h.paths[len(h.paths)-3:]
+	h.remove(gone...)
+	h.wantHeld(t, again(t, h.c), 3, len(h.paths))
+	h.wantKept(t, gone...)
 }
 
 // Held deletes live in the state store: a crawler started again finds
@@ -302,36 +315,18 @@ func TestOneDeletePastTheShareHoldsThemAll(t *testing.T) {
 // pages gone again sends them.
 func TestHeldDeletesSurviveARestart(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", ""))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	again(t, c)
-	for _, p := range paths {
-		site.remove(p)
-	}
-	wantHeld(t, c, m, again(t, c), len(paths), len(paths))
-	if err := c.Close(); err != nil {
+	h := newHoldCrawl(t, "", "")
+	h.goneEverywhere(t)
+	if err := h.c.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	c = crawltest.New(t, cfg)
-	if h, err := provider.ReadHeldDeletes(c.Store(), "site"); err != nil || h == nil || h.Count != len(paths) {
-		t.Errorf("after a restart the state store says %+v held (%v), want %d", h, err, len(paths))
+	h.open(t)
+	if held, err := provider.ReadHeldDeletes(h.c.Store(), "site"); err != nil || held == nil || held.Count != len(h.paths) {
+		t.Errorf("after a restart the state store says %+v held (%v), want %d", held, err, len(h.paths))
 	}
-	wantPending(t, c.Store(), site.URL, frontier.PendingHeld, paths...)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("after a restart the index holds %d documents, want %d", len(got), len(paths))
-	}
-	m = monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	report := again(t, c)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != 0 {
-		t.Errorf("after the next cycle the index holds %v, want nothing", got)
-	}
-	wantHeld(t, c, m, report, 0, 0)
+	h.wantKept(t, h.paths...)
+	h.nextCycleSends(t, 0)
 }
 
 // With the state in Elasticsearch the deletes are held in the URLs'
@@ -340,30 +335,16 @@ func TestHeldDeletesSurviveARestart(t *testing.T) {
 // any from it.
 func TestTheClusterStoreHoldsDeletesAndConfirmDeletesSendsThemBesideARunningProcess(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cluster := fmt.Sprintf("cluster: {state_index: %s-state, node_name: solo, partitions: 4, lease_ttl: 5s}", index)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", cluster, ""))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	if r := again(t, c); r.Sources["site"].Created != len(paths) {
-		t.Fatalf("the first crawl created %+v, want %d documents", r.Sources["site"], len(paths))
-	}
-	for _, p := range paths {
-		site.remove(p)
-	}
-	wantHeld(t, c, m, again(t, c), len(paths), len(paths))
-	wantPending(t, c.Store(), site.URL, frontier.PendingHeld, paths...)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("the index holds %d documents, want all %d", len(got), len(paths))
-	}
+	prefix := estest.Index(t)
+	h := newHoldCrawl(t, fmt.Sprintf("cluster: {state_index: %s, node_name: solo, partitions: 4, lease_ttl: 5s}", prefix), "")
+	h.goneEverywhere(t)
+	h.wantKept(t, h.paths...)
 
-	set, err := rules.Compile(cfg)
+	set, err := rules.Compile(h.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maint, err := provider.NewMaintenance(cfg, set, sink.Opener(context.Background(), cfg), nil)
+	maint, err := provider.NewMaintenance(h.cfg, set, sink.Opener(context.Background(), h.cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,31 +352,21 @@ func TestTheClusterStoreHoldsDeletesAndConfirmDeletesSendsThemBesideARunningProc
 	if cerr := maint.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil || n != len(paths) {
-		t.Fatalf("ConfirmDeletes sent %d deletes (%v), want %d", n, err, len(paths))
-	}
-	refresh(t, esURL, index)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != 0 {
-		t.Errorf("after the confirmation the index holds %v, want nothing", got)
-	}
-	wantPending(t, c.Store(), site.URL, "", paths...)
-	if h, err := provider.ReadHeldDeletes(c.Store(), "site"); err != nil || h != nil {
-		t.Errorf("after the confirmation the state says %+v held (%v), want nothing", h, err)
-	}
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{esURL}})
+	h.wantConfirmed(t, n, err)
+	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{h.esURL}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: index + "-state",
+	view, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: prefix,
 		Node: "reader", Partitions: 4, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer view.Close()
 	v := view.Cluster()
-	for p, h := range v.Holders {
-		if h != "solo" {
-			t.Errorf("partition %d is held by %q, want the crawling process's", p, h)
+	for p, holder := range v.Holders {
+		if holder != "solo" {
+			t.Errorf("partition %d is held by %q, want the crawling process's", p, holder)
 		}
 	}
 	for _, mb := range v.Members {
@@ -403,7 +374,7 @@ func TestTheClusterStoreHoldsDeletesAndConfirmDeletesSendsThemBesideARunningProc
 			t.Errorf("the cluster has a member %q, want only the crawling process", mb.Node)
 		}
 	}
-	if r := again(t, c); r.Sources["site"].Deleted != 0 || r.Sources["site"].DeletesHeld != 0 {
+	if r := again(t, h.c); r.Sources["site"].Deleted != 0 || r.Sources["site"].DeletesHeld != 0 {
 		t.Errorf("the next cycle counted %+v, want nothing deleted or held", r.Sources["site"])
 	}
 }
@@ -414,58 +385,39 @@ func TestTheClusterStoreHoldsDeletesAndConfirmDeletesSendsThemBesideARunningProc
 // unreached sends them.
 func TestMostOfASourceOrphanedAtOnceIsHeldUntilTheNextWalkFindsThemUnreachedAgain(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", "orphans: delete"))
-	c := crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	again(t, c)
-	site.set("/", "Home", "The home page, with its menu broken.", paths[1:6]...)
-	orphaned := paths[6:]
+	for _, store := range []string{"embedded", "cluster"} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			top := ""
+			if store == "cluster" {
+				top = fmt.Sprintf("cluster: {state_index: %s, node_name: solo, partitions: 4, lease_ttl: 5s}", estest.Index(t))
+			}
+			h := newHoldCrawl(t, top, "orphans: delete")
+			h.site.set("/", "Home", "The home page, with its menu broken.", h.paths[1:6]...)
+			orphaned := h.paths[6:]
 
-	wantHeld(t, c, m, again(t, c), len(orphaned), len(paths))
-	wantPending(t, c.Store(), site.URL, frontier.PendingHeld, orphaned...)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("the index holds %d documents, want all %d", len(got), len(paths))
-	}
+			h.wantHeld(t, again(t, h.c), len(orphaned), len(h.paths))
+			h.wantKept(t, orphaned...)
 
-	report := again(t, c)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != 6 {
-		t.Errorf("after the next walk the index holds %d documents, want the 6 still linked", len(got))
+			h.nextCycleSends(t, 6)
+			h.wantPending(t, "", orphaned...)
+		})
 	}
-	wantHeld(t, c, m, report, 0, 0)
-	wantPending(t, c.Store(), site.URL, "", orphaned...)
 }
 
 // A configuration change that excludes most of a source is held too; the
 // next cycle, whose crawl space still excludes the pages, sends the deletes.
 func TestAConfigChangeExcludingMostOfASourceIsHeldUntilTheNextCycle(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	first := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", ""))
-	c := crawltest.New(t, first)
-	again(t, c)
-	if err := c.Close(); err != nil {
+	h := newHoldCrawl(t, "", "")
+	if err := h.c.Close(); err != nil {
 		t.Fatal(err)
 	}
-
-	cfg := crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "state_dir: "+first.StateDir, "exclude: [/p/]"))
-	c = crawltest.New(t, cfg)
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	wantHeld(t, c, m, again(t, c), len(paths)-1, len(paths))
-	wantPending(t, c.Store(), site.URL, frontier.PendingHeld, paths[1:]...)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("the index holds %d documents, want all %d", len(got), len(paths))
-	}
-
-	report := again(t, c)
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != 1 {
-		t.Errorf("after the next cycle the index holds %v, want the home page alone", got)
-	}
-	wantHeld(t, c, m, report, 0, 0)
+	h.cfg = h.config(t, "state_dir: "+h.cfg.StateDir, "exclude: [/p/]")
+	h.open(t)
+	h.wantHeld(t, again(t, h.c), len(h.paths)-1, len(h.paths))
+	h.wantKept(t, h.paths[1:]...)
+	h.nextCycleSends(t, 1)
 }
 
 // A site that serves one error page, with 200, at every URL: every page
@@ -473,21 +425,13 @@ func TestAConfigChangeExcludingMostOfASourceIsHeldUntilTheNextCycle(t *testing.T
 // deleted. Those deletes are held as well.
 func TestASiteServingOneErrorPageEverywhereHoldsTheDuplicatesDeletes(t *testing.T) {
 	t.Parallel()
-	esURL, index := estest.URL(t), estest.Index(t)
-	site, paths := shrinkingSite(t, 20)
-	c := crawltest.New(t, crawltest.Config(t, holdConfig(t, esURL, index, site.URL+"/", "", "")))
-	m := monitor.NewMetrics("test", []string{"site"})
-	c.SetObserver(m)
-	again(t, c)
-	for _, p := range paths {
-		site.set(p, "Maintenance", "We will be back soon.")
+	h := newHoldCrawl(t, "", "")
+	for _, p := range h.paths {
+		h.site.set(p, "Maintenance", "We will be back soon.")
 	}
-
-	report := again(t, c)
-	if report.Sources["site"].DeletesHeld != len(paths)-1 {
-		t.Errorf("the cycle held %d deletes, want the %d pages folded into the home page's document", report.Sources["site"].DeletesHeld, len(paths)-1)
+	report := again(t, h.c)
+	if report.Sources["site"].DeletesHeld != len(h.paths)-1 {
+		t.Errorf("the cycle held %d deletes, want the %d pages folded into the home page's document", report.Sources["site"].DeletesHeld, len(h.paths)-1)
 	}
-	if got, _ := indexed(t, esURL, index, site.URL); len(got) != len(paths) {
-		t.Errorf("the index holds %d documents, want all %d", len(got), len(paths))
-	}
+	h.wantIndexed(t, len(h.paths), "with the duplicates' deletes held")
 }

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/rules"
 )
 
 // vanishingSite serves a home page linking n pages until gone is set;
@@ -35,6 +38,17 @@ func vanishingSite(t *testing.T, n int, gone *atomic.Bool) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// crawlSummary runs one crawl as `crawlspace crawl` does and returns its
+// summary, failing the test unless it exits 0.
+func crawlSummary(t *testing.T, cfg *config.Config, set *rules.Set) string {
+	t.Helper()
+	var summary strings.Builder
+	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, &summary), ""); code != exitOK {
+		t.Fatalf("crawl exit %d", code)
+	}
+	return summary.String()
 }
 
 // bulkDeletes counts the delete actions of a file sink's NDJSON.
@@ -72,17 +86,11 @@ sources:
     start_urls: [%q]
     max_age: 1ns
 `, out, site.URL+"/"))
-	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, io.Discard), ""); code != exitOK {
-		t.Fatalf("crawl exit %d", code)
-	}
-
+	crawlSummary(t, cfg, set)
 	gone.Store(true)
-	var summary strings.Builder
-	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, &summary), ""); code != exitOK {
-		t.Fatalf("crawl exit %d", code)
-	}
-	if !strings.Contains(summary.String(), "deletes held 13") || !strings.Contains(summary.String(), "warning: source docs: 13 deletes held") {
-		t.Errorf("the summary does not say 13 deletes are held:\n%s", summary.String())
+	if summary := crawlSummary(t, cfg, set); !strings.Contains(summary, "deletes held 13") ||
+		!strings.Contains(summary, "warning: source docs: 13 deletes held") {
+		t.Errorf("the summary does not say 13 deletes are held:\n%s", summary)
 	}
 	if n := bulkDeletes(t, out); n != 0 {
 		t.Errorf("the crawl wrote %d deletes, want none", n)

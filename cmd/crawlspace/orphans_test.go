@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -42,16 +40,10 @@ sources:
   - name: docs
     start_urls: [%q]
 `, filepath.Join(dir, "docs.ndjson"), site.URL+"/"))
-	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, io.Discard), ""); code != exitOK {
-		t.Fatalf("crawl exit %d", code)
-	}
+	crawlSummary(t, cfg, set)
 	unlinked.Store(true)
-	var summary bytes.Buffer
-	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, &summary), ""); code != exitOK {
-		t.Fatalf("crawl exit %d", code)
-	}
-	if !strings.Contains(summary.String(), "orphans 1, kept 1\n") {
-		t.Errorf("summary does not count the orphan:\n%s", summary.String())
+	if summary := crawlSummary(t, cfg, set); !strings.Contains(summary, "orphans 1, kept 1\n") {
+		t.Errorf("summary does not count the orphan:\n%s", summary)
 	}
 
 	front, err := frontier.Open(cfg.StateDir, frontier.Options{})

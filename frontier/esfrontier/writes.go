@@ -302,15 +302,20 @@ func (s *Store) Pending() ([]frontier.Record, error) {
 	if err := s.refresh(context.Background()); err != nil {
 		return nil, err
 	}
-	var out []frontier.Record
-	filter := []any{
+	return s.all("list pending writes", []any{
 		map[string]any{"terms": map[string]any{"pending": []string{frontier.PendingIndex, frontier.PendingDelete}}},
-		map[string]any{"terms": map[string]any{"part": parts}}}
+		map[string]any{"terms": map[string]any{"part": parts}}})
+}
+
+// all reads every record filter selects, a page at a time; op names the
+// reading in its error.
+func (s *Store) all(op string, filter []any) ([]frontier.Record, error) {
+	var out []frontier.Record
 	after := ""
 	for {
 		recs, err := s.page(filter, after)
 		if err != nil {
-			return nil, &Error{Op: "list pending writes", Err: err}
+			return nil, &Error{Op: op, Err: err}
 		}
 		out = append(out, recs...)
 		if len(recs) < pageSize {
@@ -332,19 +337,7 @@ func (s *Store) Held(source string) ([]frontier.Record, error) {
 	if source != "" {
 		filter = append(filter, map[string]any{"term": map[string]any{"source": source}})
 	}
-	var out []frontier.Record
-	after := ""
-	for {
-		recs, err := s.page(filter, after)
-		if err != nil {
-			return nil, &Error{Op: "list held deletes", Err: err}
-		}
-		out = append(out, recs...)
-		if len(recs) < pageSize {
-			return out, nil
-		}
-		after = out[len(out)-1].URL
-	}
+	return s.all("list held deletes", filter)
 }
 
 // MoveHeld moves the held deletes of urls to to (PendingDelete or
@@ -353,17 +346,22 @@ func (s *Store) MoveHeld(urls []string, to string, ev frontier.Event) ([]frontie
 	if to != frontier.PendingDelete && to != frontier.PendingHeld {
 		return nil, fmt.Errorf("esfrontier: cannot move a held delete to %q", to)
 	}
+	return s.changeAll(urls, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
+		if !frontier.HeldDelete(r.Pending) || r.Pending == to {
+			return false, nil
+		}
+		r.Pending = to
+		note(ev)
+		return true, nil
+	})
+}
+
+// changeAll is changeNoting over any number of URLs, a page at a time; it
+// returns the records changed, as stored.
+func (s *Store) changeAll(urls []string, fn func(r *frontier.Record, note func(...frontier.Event)) (bool, error)) ([]frontier.Record, error) {
 	var out []frontier.Record
 	for start := 0; start < len(urls); start += pageSize {
-		chunk := urls[start:min(start+pageSize, len(urls))]
-		recs, changed, _, err := s.changeNoting(chunk, func(r *frontier.Record, note func(...frontier.Event)) (bool, error) {
-			if !frontier.HeldDelete(r.Pending) || r.Pending == to {
-				return false, nil
-			}
-			r.Pending = to
-			note(ev)
-			return true, nil
-		})
+		recs, changed, _, err := s.changeNoting(urls[start:min(start+pageSize, len(urls))], fn)
 		if err != nil {
 			return out, err
 		}
@@ -627,70 +625,58 @@ func (s *Store) RequeueIndexed() (int, error) {
 
 // Orphans makes change to the records of urls it applies to.
 func (s *Store) Orphans(urls []string, change frontier.OrphanChange) ([]frontier.Record, error) {
-	var out []frontier.Record
 	cycle := s.Cycle()
-	for start := 0; start < len(urls); start += pageSize {
-		chunk := urls[start:min(start+pageSize, len(urls))]
-		recs, changed, _, err := s.change(chunk, func(r *frontier.Record) (bool, error) {
-			if r.State == frontier.Waiting {
+	out, err := s.changeAll(urls, func(r *frontier.Record, _ func(...frontier.Event)) (bool, error) {
+		if r.State == frontier.Waiting {
+			return false, nil
+		}
+		holds := r.State == frontier.Fetched && r.Indexed && r.Pending == ""
+		switch change {
+		case frontier.OrphanLinked:
+			if !r.Orphan {
 				return false, nil
 			}
-			holds := r.State == frontier.Fetched && r.Indexed && r.Pending == ""
-			switch change {
-			case frontier.OrphanLinked:
-				if !r.Orphan {
-					return false, nil
-				}
-				r.Orphan = false
-			case frontier.OrphanRevive:
-				if r.State != frontier.Excluded || !r.Orphan {
-					return false, nil
-				}
-				r.State, r.Reason, r.Orphan, r.Cycle = frontier.Waiting, "", false, cycle
-			case frontier.OrphanKeep:
-				if !holds || r.Orphan {
-					return false, nil
-				}
+			r.Orphan = false
+		case frontier.OrphanRevive:
+			if r.State != frontier.Excluded || !r.Orphan {
+				return false, nil
+			}
+			r.State, r.Reason, r.Orphan, r.Cycle = frontier.Waiting, "", false, cycle
+		case frontier.OrphanKeep:
+			if !holds || r.Orphan {
+				return false, nil
+			}
+			r.Orphan = true
+		case frontier.OrphanRecheck:
+			if !holds {
+				return false, nil
+			}
+			if r.Cycle != cycle {
 				r.Orphan = true
-			case frontier.OrphanRecheck:
-				if !holds {
-					return false, nil
-				}
-				if r.Cycle != cycle {
-					r.Orphan = true
-					r.State, r.Class, r.Reason, r.Cycle = frontier.Waiting, frontier.Refresh, "", cycle
-				} else if r.Orphan {
-					return false, nil
-				} else {
-					r.Orphan = true
-				}
-			case frontier.OrphanDelete:
-				if !holds {
-					return false, nil
-				}
-				r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, frontier.ReasonOrphan, true, frontier.PendingDelete
-			case frontier.OrphanHold:
-				if !holds {
-					return false, nil
-				}
-				r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, frontier.ReasonOrphan, true, frontier.PendingHold
-			default:
-				return false, fmt.Errorf("esfrontier: unknown orphan change %d", change)
+				r.State, r.Class, r.Reason, r.Cycle = frontier.Waiting, frontier.Refresh, "", cycle
+			} else if r.Orphan {
+				return false, nil
+			} else {
+				r.Orphan = true
 			}
-			return true, nil
-		})
-		if err != nil {
-			return out, err
-		}
-		for i, c := range changed {
-			if c {
-				out = append(out, recs[i])
+		case frontier.OrphanDelete:
+			if !holds {
+				return false, nil
 			}
+			r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, frontier.ReasonOrphan, true, frontier.PendingDelete
+		case frontier.OrphanHold:
+			if !holds {
+				return false, nil
+			}
+			r.State, r.Reason, r.Orphan, r.Pending = frontier.Excluded, frontier.ReasonOrphan, true, frontier.PendingHold
+		default:
+			return false, fmt.Errorf("esfrontier: unknown orphan change %d", change)
 		}
-	}
+		return true, nil
+	})
 	if len(out) > 0 {
 		s.forgetSeen()
 		s.sched.askLoad()
 	}
-	return out, nil
+	return out, err
 }
