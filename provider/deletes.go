@@ -184,7 +184,7 @@ func (c *Crawler) judgeSource(ctx context.Context, src *source, held []frontier.
 		"source", name, "held", h.Count, "documents", h.Documents, "percent", h.Share(),
 		"limit_percent", hd.Percent, "min_count", hd.MinCount, "example", h.Example)
 	report.deletesHeld(name, h.Count)
-	report.Warn(fmt.Sprintf("source %s: %d deletes held: %s; their documents stay in the index until the next cycle decides them again, or `crawlspace confirm-deletes -source %s` sends them now (such as %s)",
+	report.Warn(fmt.Sprintf("source %s: %d deletes held: %s; their documents stay in the index until the next cycle decides them again, or `crawlspace confirm-deletes -config F -source %s` sends them now (such as %s)",
 		name, h.Count, why, name, h.Example))
 	return nil
 }
