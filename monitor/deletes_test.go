@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -20,20 +19,7 @@ import (
 // /metrics the count.
 func TestTheStatusPageSaysWhichSourceHoldsDeletesAndHowToConfirmThem(t *testing.T) {
 	var gone atomic.Bool
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if gone.Load() {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<!doctype html><title>%s</title><p>page %s</p>", r.URL.Path, r.URL.Path)
-		if r.URL.Path == "/" {
-			for i := range 12 {
-				fmt.Fprintf(w, `<a href="/p/%d">%d</a> `, i, i)
-			}
-		}
-	}))
-	defer site.Close()
+	site := crawltest.VanishingSite(t, 12, &gone)
 	cfg := crawltest.Config(t, fmt.Sprintf(`
 output: {file: %s}
 allow_private_networks: true

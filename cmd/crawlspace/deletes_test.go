@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,30 +13,9 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/rules"
 )
-
-// vanishingSite serves a home page linking n pages until gone is set;
-// then it answers 404 everywhere.
-func vanishingSite(t *testing.T, n int, gone *atomic.Bool) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if gone.Load() {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<html><head><title>%s</title></head><body><p>Page %s.</p>", r.URL.Path, r.URL.Path)
-		if r.URL.Path == "/" {
-			for i := range n {
-				fmt.Fprintf(w, `<a href="/p/%d">%d</a> `, i, i)
-			}
-		}
-		io.WriteString(w, "</body></html>")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // crawlSummary runs one crawl as `crawlspace crawl` does and returns its
 // summary, failing the test unless it exits 0.
@@ -76,7 +53,7 @@ func bulkDeletes(t *testing.T, path string) int {
 // them, after which nothing is held.
 func TestStatusSaysWhatIsHeldAndConfirmDeletesSendsIt(t *testing.T) {
 	var gone atomic.Bool
-	site := vanishingSite(t, 12, &gone)
+	site := crawltest.VanishingSite(t, 12, &gone)
 	out := filepath.Join(t.TempDir(), "docs.ndjson")
 	cfg, set, path := writeConfig(t, fmt.Sprintf(`
 output: {file: %s}
