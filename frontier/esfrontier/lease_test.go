@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,6 +297,67 @@ func TestAPartitionIsGivenBackOnlyOnceItsDocumentWritesAreAcknowledged(t *testin
 	}
 }
 
+// An acknowledgement the node could not record (an outage of the state
+// node) leaves the write pending in the store, for whoever holds the
+// partition next, but does not keep the partition from being given back:
+// a process over its share that kept it would leave its hosts unfetched,
+// and the cycle unfinished, until its next start.
+func TestAPartitionIsGivenBackOnceAnAcknowledgementFailedOnTheNode(t *testing.T) {
+	t.Parallel()
+	prefix := estest.Index(t)
+	proxy := estest.Proxy(t)
+	// What a says of its partitions: one it gives back is released, not
+	// lost when its lease expires under a slow round.
+	said := &changes{}
+	a := openWith(t, proxy.URL, esfrontier.Options{Prefix: prefix, Node: "a", Partitions: 8, LeaseTTL: 3 * time.Second,
+		Log:    slog.New(slog.NewTextHandler(said, nil)),
+		Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
+	host := ""
+	for i := 0; host == ""; i++ {
+		if h := fmt.Sprintf("http://h%d.test", i); a.Partition(h) >= 4 {
+			host = h
+		}
+	}
+	part := a.Partition(host)
+	a.BeginCycle()
+	a.Add(item(host + "/"))
+	ctx := untilDeadline(t)
+	l, err := a.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	l.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h", Pending: frontier.PendingIndex, DocID: "d"}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Refuse})
+	if _, err := a.Acknowledge([]frontier.Ack{{URL: host + "/"}}); err == nil {
+		t.Fatal("an acknowledgement was recorded with the node refusing connections")
+	}
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
+	b := open(t, prefix, "b", 3*time.Second)
+	for !said.gaveBack(part) {
+		if ctx.Err() != nil {
+			t.Fatalf("a never gave partition %d back, its write's acknowledgement lost in the outage; a said:\n%s", part, said)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for b.Cluster().Holders[part] != "b" {
+		if ctx.Err() != nil {
+			t.Fatalf("b never took partition %d, which a gave back", part)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pending, err := b.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].URL != host+"/" {
+		t.Errorf("pending writes %v, want the one whose acknowledgement was lost", pending)
+	}
+}
+
 // A busy node may put off the URL index's refresh for longer than a
 // process keeps its stored outcomes out of its reads by time (5 s): a
 // read then still shows a fetched URL Waiting. Its version, older than
@@ -330,4 +395,36 @@ func TestAFetchedURLIsNotLeasedAgainFromAReadOlderThanItsOutcome(t *testing.T) {
 		t.Errorf("%s was leased again from a read older than its outcome", first.Item().URL)
 	}
 	next.Release()
+}
+
+// changes is a store's log, read while the store writes it.
+type changes struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (c *changes) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.Write(p)
+}
+
+// gaveBack says whether the store said it gave part back.
+func (c *changes) gaveBack(part int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range gaveBackRE.FindAllStringSubmatch(c.b.String(), -1) {
+		if slices.Contains(strings.Fields(m[1]), strconv.Itoa(part)) {
+			return true
+		}
+	}
+	return false
+}
+
+var gaveBackRE = regexp.MustCompile(`gave_back="?\[([0-9 ]*)\]`)
+
+func (c *changes) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
 }

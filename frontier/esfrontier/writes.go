@@ -411,10 +411,15 @@ func (s *Store) Acknowledge(acks []frontier.Ack) ([]error, error) {
 		}
 		return true, nil
 	})
+	// Recorded or not, the writes are no longer this process's to wait
+	// for: one the node could not record stays pending in the store, and
+	// its partition's next holder (or the next start) writes it again. A
+	// partition kept for it would be kept until this process stops, its
+	// hosts unfetched by anyone.
+	s.sched.acknowledged(urls)
 	if err != nil {
 		return nil, err
 	}
-	s.sched.acknowledged(urls)
 	byErr := make(map[string]error, len(urls))
 	for i, u := range urls {
 		byErr[u] = errs[i]
