@@ -70,7 +70,7 @@ func appendLink[S text](dst []byte, ref S, b *baseURL) ([]byte, bool) {
 	if len(r) == 0 || r[0] == '#' {
 		return dst, false // the page itself
 	}
-	if sc, _, ok := cutScheme(r); ok && !equalFold(sc, "http") && !equalFold(sc, "https") {
+	if sc, _, ok := cutScheme(r); ok && !equalFoldASCII("http", sc) && !equalFoldASCII("https", sc) {
 		return dst, false
 	}
 	start := len(dst)

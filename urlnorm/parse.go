@@ -203,30 +203,14 @@ func cutScheme[S text](s S) (scheme, rest S, ok bool) {
 // standard's special schemes, file included; other schemes give "".
 func specialScheme[S text](sc S) (string, bool) {
 	for _, name := range [...]string{"http", "https", "ws", "wss", "ftp"} {
-		if equalFold(sc, name) {
+		if equalFoldASCII(name, sc) {
 			return name, true
 		}
 	}
-	if equalFold(sc, "file") {
+	if equalFoldASCII("file", sc) {
 		return "file", false
 	}
 	return "", false
-}
-
-func equalFold[S text](s S, lower string) bool {
-	if len(s) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func lowerASCII[S text](s S) string {
