@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
-	"github.com/crawlspace/crawlspace/mapping"
 )
 
 // rawSite is a loopback site that logs each request target exactly as it
@@ -150,42 +148,4 @@ func TestRobotsTxtMustAllowTheURLAsFoundAndTheURLTheFilterRequests(t *testing.T)
 	}
 	wantState(t, c, site.URL+"/list?id=1", frontier.Excluded, "robots")
 	wantState(t, c, site.URL+"/item?id=9", frontier.Excluded, "robots")
-}
-
-// A CMS writes its links with a bare "&" before names that start like a
-// character reference (&section, &region, &copy, &times, &param, &notify):
-// the HTML Standard leaves them as written in an attribute, so a browser
-// requests what the page says, and so must the crawler.
-func TestLinksWhoseParametersLookLikeCharacterReferencesAreRequestedAsWritten(t *testing.T) {
-	t.Parallel()
-	if decodesReferenceLookalikes(t) {
-		t.Skip("the link extractor still decodes &sect of &section in an href: this test needs the HTML Standard's attribute decoding, from the attrs change")
-	}
-	site := newRawSite(t)
-	site.page("/", `<a href="/search?q=a&section=news">s</a> <a href="/list?a=1&region=eu">r</a>
-<a href="/p?x=1&copy=2&times=3&param=4&notify=5">many</a>`)
-	site.page("/search", "")
-	site.page("/list", "")
-	site.page("/p", "")
-	cfg, _ := testConfig(t, "", `honored_query_params: ["*"]`, site.URL+"/")
-
-	crawlKeep(t, cfg)
-
-	want := []string{"/", "/list?a=1&region=eu", "/p?x=1&copy=2&times=3&param=4&notify=5", "/robots.txt", "/search?q=a&section=news"}
-	if got := site.requests(); !slices.Equal(got, want) {
-		t.Errorf("the site received\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-	}
-}
-
-// decodesReferenceLookalikes reports whether the link extractor reads
-// href="/s?q=a&section=news" as "§ion".
-func decodesReferenceLookalikes(t *testing.T) bool {
-	cfg, _ := testConfig(t, "", "", "http://site.example/")
-	u, _ := url.Parse("http://site.example/")
-	res, err := mapping.New(cfg, &cfg.Sources[0]).Extract(mapping.Page{URL: u, Body: []byte(`<a href="/s?q=a&section=news">x</a>`),
-		Header: http.Header{"Content-Type": {"text/html"}}})
-	if err != nil || len(res.Links) != 1 {
-		t.Fatalf("probe: %v, %+v", err, res)
-	}
-	return strings.Contains(res.Links[0].URL, "%C2%A7")
 }
