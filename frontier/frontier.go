@@ -589,7 +589,8 @@ func (q *queueing) apply(w *wtx, eff *effects) (int, error) {
 			}
 			continue
 		}
-		rec.Class, rec.Shift, rec.Depth = it.Class, it.Shift, it.Depth
+		// Queued again, it is requested as it was found this time.
+		rec.Class, rec.Shift, rec.Depth, rec.FoundAs = it.Class, it.Shift, it.Depth, it.FoundAs
 		rec.State, rec.Reason, rec.Cycle, rec.Orphan = Waiting, "", cur, false
 		if err := w.enqueue(&rec, key, eff); err != nil {
 			return 0, err

@@ -108,6 +108,27 @@ type Item struct {
 	// Hops counts the redirects that led to this URL from a URL found as
 	// a link, so a chain of redirects through ever new URLs is bounded.
 	Hops int
+	// FoundAs is the URL as the site wrote it (urlnorm.Found: its query
+	// parameters in their order), what robots.txt judges and what is
+	// requested, when it differs from URL, the key; "" otherwise, so it
+	// costs nothing where the two are one. Set it with SetFoundAs.
+	FoundAs string
+}
+
+// SetFoundAs records found, the URL as found, unless it is the key.
+func (it *Item) SetFoundAs(found string) {
+	it.FoundAs = ""
+	if found != it.URL {
+		it.FoundAs = found
+	}
+}
+
+// AsFound is the URL as the site wrote it: FoundAs, else the key.
+func (it *Item) AsFound() string {
+	if it.FoundAs != "" {
+		return it.FoundAs
+	}
+	return it.URL
 }
 
 // Record is the stored state of one URL.
@@ -225,6 +246,10 @@ func HeldDelete(pending string) bool { return pending == PendingHold || pending 
 // (store format 3) holds the URL first among the strings, since the key is
 // no longer the URL (see keys.go), and its group's content key last;
 // version 1, keyed by its URL, is read only to move it (migrateRecords).
+// A record whose URL as found differs from its key (Item.FoundAs) says so
+// with flagFound and holds that URL as a twelfth string; any other is
+// written byte for byte as before it existed, and a record written before
+// it is read as one whose URL was found as it is keyed.
 const (
 	recVersion1 = 1
 	recVersion  = 2
@@ -234,6 +259,7 @@ const (
 	flagIndexed = 1 << iota
 	flagHasLinks
 	flagOrphan
+	flagFound
 )
 
 const hopsShift = 8
@@ -254,6 +280,9 @@ func appendRecord(b []byte, r *Record) []byte {
 	if r.Orphan {
 		flags |= flagOrphan
 	}
+	if r.FoundAs != "" {
+		flags |= flagFound
+	}
 	for _, v := range [...]uint64{uint64(r.Depth), uint64(r.Status), uint64(r.ErrCount),
 		uint64(r.TempErrCount), flags, r.Cycle, r.SeenCycle, r.qseq} {
 		b = binary.AppendUvarint(b, v)
@@ -261,11 +290,15 @@ func appendRecord(b []byte, r *Record) []byte {
 	for _, t := range [...]time.Time{r.Lastmod, r.FetchedAt, r.CheckedAt} {
 		b = binary.AppendVarint(b, unixNano(t))
 	}
-	strs := [...]string{r.URL, r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending, r.content}
-	for _, s := range strs {
+	strs := [...]string{r.URL, r.Source, r.Via, r.Reason, r.ETag, r.LastModified, r.Hash, r.DocID, r.Target, r.Pending, r.content, r.FoundAs}
+	n := len(strs)
+	if r.FoundAs == "" {
+		n--
+	}
+	for _, s := range strs[:n] {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 	}
-	for _, s := range strs {
+	for _, s := range strs[:n] {
 		b = append(b, s...)
 	}
 	return b
@@ -337,7 +370,8 @@ func decodeRecordV1(url string, b []byte, r *Record) error {
 }
 
 // decodeFields decodes a record of nstr strings: 11 with the URL first and
-// the content key last, 9 without them.
+// the content key last (12 with the URL as found after it, as flagFound
+// says), 9 without them.
 func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 	*r = Record{}
 	r.State, r.Class, r.Kind = State(b[1]), Class(b[2]), b[3]
@@ -351,6 +385,12 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 	r.Indexed = flags&flagIndexed != 0
 	r.HasLinks = flags&flagHasLinks != 0
 	r.Orphan = flags&flagOrphan != 0
+	if flags&flagFound != 0 {
+		if nstr != 11 {
+			return errCorrupt
+		}
+		nstr = 12
+	}
 	r.Hops = int(flags >> hopsShift)
 	r.Cycle = d.uvarint()
 	r.SeenCycle = d.uvarint()
@@ -358,7 +398,7 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 	r.Lastmod = fromUnixNano(d.varint())
 	r.FetchedAt = fromUnixNano(d.varint())
 	r.CheckedAt = fromUnixNano(d.varint())
-	var lens [11]uint64
+	var lens [12]uint64
 	total := uint64(0)
 	for i := range nstr {
 		lens[i] = d.uvarint()
@@ -379,8 +419,8 @@ func decodeFields(b []byte, r *Record, strs bool, nstr int) error {
 		return nil
 	}
 	all := string(d.b)
-	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending, &r.content}
-	p := ptrs[:]
+	ptrs := [...]*string{&r.URL, &r.Source, &r.Via, &r.Reason, &r.ETag, &r.LastModified, &r.Hash, &r.DocID, &r.Target, &r.Pending, &r.content, &r.FoundAs}
+	p := ptrs[:nstr]
 	if nstr == 9 {
 		p = ptrs[1:10]
 	}

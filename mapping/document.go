@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/crawlspace/crawlspace/document"
-	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // FromDocument maps what a document file gave (PDF, Office, OpenDocument,
@@ -76,7 +75,7 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 		p.arena = appendURLText(p.arena, []byte(l))
 		p.links = append(p.links, rawLink{start: start, end: len(p.arena), tag: tagA})
 	}
-	lb := urlnorm.NewBase(page.URL)
+	lb := page.base()
 	var found int
 	res.Links, res.LinksCapped, found = p.resolveLinks(&lb, d.URL, x.maxLinks)
 	if res.LinksCapped {

@@ -94,6 +94,10 @@ type Page struct {
 	// "extra_section" both fill extra_section). Values come after the
 	// page's own and count in doc_content_hash.
 	AddMeta map[string]string
+	// Request is the URL requested, which the page's links resolve
+	// against; "" when it is URL. (URL is the page's key, whose query
+	// parameters are sorted; the site wrote them in another order.)
+	Request string
 }
 
 // Result is what a page gives.
@@ -292,13 +296,12 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	x.detectLanguage(d)
 	x.copyExtrasAndRobots(p, res)
 
-	base := page.URL
+	lb := page.base()
 	if p.hasBase {
-		if b, err := page.URL.Parse(p.base); err == nil && (b.Scheme == "http" || b.Scheme == "https") && b.Host != "" {
-			base = b
+		if b, ok := lb.Resolve(p.base); ok {
+			lb, _ = urlnorm.ParseBase(b)
 		}
 	}
-	lb := urlnorm.NewBase(base)
 	var found int
 	res.Links, res.LinksCapped, found = p.resolveLinks(&lb, d.URL, x.maxLinks)
 	if res.LinksCapped {
@@ -307,11 +310,21 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	if p.canonical != "" {
 		res.Canonical, _ = lb.Resolve(p.canonical)
 	} else if c := headerCanonical(page.Header); c != "" {
-		pb := urlnorm.NewBase(page.URL)
+		pb := page.base()
 		res.Canonical, _ = pb.Resolve(c)
 	}
 	d.ContentHash = ContentHash(d)
 	return res, nil
+}
+
+// base is what the page's links resolve against: the URL requested.
+func (page Page) base() urlnorm.Base {
+	if page.Request != "" {
+		if b, ok := urlnorm.ParseBase(page.Request); ok {
+			return b
+		}
+	}
+	return urlnorm.NewBase(page.URL)
 }
 
 // fetchFields fills what the fetch gives every document, a page's or a

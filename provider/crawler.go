@@ -568,7 +568,7 @@ func (c *Crawler) verdict(r *frontier.Record) frontier.Verdict {
 		v.Reason = "source_removed"
 		return v
 	}
-	if r.State == frontier.Excluded && src.rules.Rewrite(r.URL) != r.URL {
+	if r.State == frontier.Excluded && src.rules.Key(r.URL) != r.URL {
 		// A link refused as found, never a URL to fetch: the page that
 		// holds it judges it again when it is read.
 		v.Reason = r.Reason
@@ -753,9 +753,11 @@ func (c *Crawler) checkpoint() error {
 
 func (c *Crawler) queueStart(src *source) error {
 	items := make([]frontier.Item, 0, len(src.cfg.StartURLs))
-	for _, raw := range src.rules.StartURLs() {
-		d := src.rules.Decide(raw, 0)
-		items = append(items, frontier.Item{URL: raw, Source: src.cfg.Name, Class: frontier.Start, Shift: d.Priority})
+	for i, key := range src.rules.StartURLs() {
+		d := src.rules.Decide(key, 0)
+		it := frontier.Item{URL: key, Source: src.cfg.Name, Class: frontier.Start, Shift: d.Priority}
+		it.SetFoundAs(src.rules.StartFound(i))
+		items = append(items, it)
 	}
 	_, err := c.front.Add(items...)
 	return err

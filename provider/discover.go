@@ -53,7 +53,7 @@ func (c *Crawler) discoverListed(ctx context.Context, src *source) {
 		files = files[1:]
 		// A sitemap or feed is read as named: the query filter is for pages
 		// (a sitemap index may list sitemap.xml?page=2, page=3...).
-		fu, err := urlnorm.Normalize(f.url)
+		fu, err := urlnorm.Found(f.url)
 		if err != nil || seen[fu] {
 			continue
 		}

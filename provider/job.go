@@ -34,7 +34,10 @@ type job struct {
 	rec frontier.Record
 	src *source // nil when the URL's source left the config
 	d   rules.Decision
-	u   *url.URL
+	u   *url.URL // the key, parsed
+	// request is the URL requested (rules.Source.Request): the URL as
+	// found, the query filter applied.
+	request string
 	// unlockGroup releases the page's group of duplicates once its
 	// outcome is stored; nil when it took none.
 	unlockGroup func()
@@ -94,8 +97,10 @@ type end struct {
 	reach    reach
 	until    time.Time
 	attempts int
-	// redirect: where it goes and what the crawl space makes of it.
+	// redirect: where it goes (its key, and as found) and what the crawl
+	// space makes of it.
 	target string
+	found  string
 	to     *rules.Source
 	route  rules.Decision
 	// fetched; detail says how the bytes contradicted the Content-Type.
@@ -126,7 +131,13 @@ func (j *job) run(ctx context.Context) end {
 	if j.src == nil {
 		return end{kind: removed}
 	}
-	// The crawl space may have changed since the URL was queued.
+	// The crawl space may have changed since the URL was queued: the URL
+	// as found and its key are judged again.
+	if j.item.FoundAs != "" {
+		if d := j.src.rules.Decide(j.item.FoundAs, j.item.Depth); !d.Crawl {
+			return end{kind: excluded, reason: string(d.Reason), detail: d.Rule}
+		}
+	}
 	j.d = j.src.rules.Decide(j.item.URL, j.item.Depth)
 	if !j.d.Crawl {
 		return end{kind: excluded, reason: string(j.d.Reason), detail: j.d.Rule}
@@ -136,13 +147,14 @@ func (j *job) run(ctx context.Context) end {
 		return end{kind: excluded, reason: string(rules.ReasonInvalid), detail: err.Error()}
 	}
 	j.u = u
+	j.request = j.src.rules.Request(j.item.URL, j.item.FoundAs)
 	if e, ok := j.robots(ctx); !ok {
 		return e
 	}
 
 	hdr, conditional := j.conditional()
 	start := time.Now().UTC()
-	res := j.src.fetch.Page(ctx, j.item.URL, hdr)
+	res := j.src.fetch.Page(ctx, j.request, hdr)
 	// A page read whole before the fence was done is kept: its outcome
 	// ends the lease, so the next holder does not fetch it again.
 	if ctx.Err() != nil && (res.Err != nil || !errors.Is(context.Cause(ctx), errFenced)) {
@@ -269,8 +281,12 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 	if _, failing := c.robotsDown.Load(hostKey); failing {
 		c.robotsDown.Delete(hostKey)
 	}
-	if allowed, line := r.Test(c.agent, j.u.RequestURI()); !allowed {
-		return end{kind: excluded, reason: string(rules.ReasonRobots), detail: j.u.Scheme + "://" + j.u.Host + "/" + line}, false
+	// RFC 9309 judges the URL the site wrote, and the URL requested when
+	// the query filter made another of it.
+	for _, u := range []string{j.item.AsFound(), j.request} {
+		if allowed, line := r.Test(c.agent, urlnorm.RequestTarget(u)); !allowed {
+			return end{kind: excluded, reason: string(rules.ReasonRobots), detail: urlnorm.Origin(u) + "/" + line}, false
+		}
 	}
 	if paused {
 		return end{kind: released}, false
@@ -328,7 +344,8 @@ func (j *job) statusError(res *fetch.Response, reason string) end {
 // hop too many.
 func (j *job) redirect(res *fetch.Response) end {
 	loc := res.Header.Get("Location")
-	found, err := urlnorm.Resolve(j.u, loc)
+	// Relative to the URL requested, as browsers resolve it.
+	found, err := urlnorm.Resolve(j.request, loc)
 	if loc == "" || err != nil {
 		// Exalead: a redirect to a malformed URL is a permanent error.
 		return j.statusError(res, "redirect_malformed")
@@ -340,7 +357,7 @@ func (j *job) redirect(res *fetch.Response) end {
 	if j.item.Hops >= j.c.cfg.Fetch.MaxRedirects {
 		return j.statusError(res, "too_many_redirects")
 	}
-	return end{kind: redirect, status: res.Status, target: target, to: to, route: d}
+	return end{kind: redirect, status: res.Status, target: target, found: found, to: to, route: d}
 }
 
 // finish records how the job ended.
@@ -489,12 +506,13 @@ func (j *job) redirected(e end) {
 	if e.route.Crawl {
 		outcome.Links = []uint64{frontier.LinkKey(e.target)}
 		next := frontier.Item{URL: e.target, Source: e.to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: e.route.Priority, Hops: it.Hops + 1, Via: it.URL}
+		next.SetFoundAs(e.found)
 		if _, err := c.front.Add(next); err != nil {
 			c.log.Error("cannot queue redirect target", "url", e.target, "source", j.src.cfg.Name, "err", err)
 		}
 	} else {
 		var refused refusals
-		refused.add(e.to, e.target, it.Depth, e.route)
+		refused.add(e.to, e.target, e.found, it.Depth, e.route)
 		c.recordRefusals(&refused)
 	}
 	c.decided(j.src.cfg.Name, it.URL, "redirect", e.target, e.status)
@@ -514,8 +532,12 @@ func (j *job) page(e end) {
 		hdr = hdr.Clone()
 		hdr.Set("Content-Type", e.mediaType)
 	}
-	out, err := ex.Extract(mapping.Page{URL: j.u, Header: hdr, Body: res.Body, Depth: it.Depth,
-		Source: docSource, Fetched: e.fetched, AddMeta: addMeta(d)})
+	page := mapping.Page{URL: j.u, Header: hdr, Body: res.Body, Depth: it.Depth,
+		Source: docSource, Fetched: e.fetched, AddMeta: addMeta(d)}
+	if j.request != it.URL {
+		page.Request = j.request
+	}
+	out, err := ex.Extract(page)
 	if err != nil {
 		j.unreadable(err)
 		return
@@ -665,7 +687,7 @@ func (j *job) canonical(raw string) string {
 	if raw == "" {
 		return ""
 	}
-	found, err := urlnorm.Normalize(raw)
+	found, err := urlnorm.Found(raw)
 	if err != nil {
 		return ""
 	}
@@ -674,7 +696,9 @@ func (j *job) canonical(raw string) string {
 	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
 		return ""
 	}
-	if _, err := j.c.front.Add(frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}); err != nil {
+	next := frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}
+	next.SetFoundAs(found)
+	if _, err := j.c.front.Add(next); err != nil {
 		j.c.log.Error("cannot queue canonical URL", "url", cu, "source", src.cfg.Name, "err", err)
 	}
 	return cu

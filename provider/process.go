@@ -30,8 +30,9 @@ func unindex(rec frontier.Record) *write {
 // discovered is what the URLs a page links or a sitemap lists become:
 // queue items, each for the source whose crawl space holds it in the class
 // its decision gives, and the URLs refused, by reason. URLs are judged as
-// found; what is queued is what the query filter makes of them, and what
-// is refused is recorded as refused (see Set.Route).
+// found; what is queued is their key, with the URL as found where it
+// differs, to be requested so, and what is refused is recorded as refused
+// (see Set.Route).
 type discovered struct {
 	items   []frontier.Item
 	refused refusals
@@ -40,17 +41,19 @@ type discovered struct {
 // add judges a URL found on a page of the source from, depth links from a
 // start URL; it returns its queue item, nil when it is refused or no URL.
 func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth int) *frontier.Item {
-	fu, err := urlnorm.Normalize(raw)
+	found, err := urlnorm.Found(raw)
 	if err != nil {
 		return nil
 	}
-	to, u, d := set.Route(fu, depth, from)
+	to, u, d := set.Route(found, depth, from)
 	if !d.Crawl {
-		ds.refused.add(to, u, depth, d)
+		ds.refused.add(to, u, found, depth, d)
 		return nil
 	}
 	ds.items = append(ds.items, frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority})
-	return &ds.items[len(ds.items)-1]
+	it := &ds.items[len(ds.items)-1]
+	it.SetFoundAs(found)
+	return it
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
@@ -80,7 +83,7 @@ type unstorable struct {
 	rule        string
 }
 
-func (r *refusals) add(to *rules.Source, u string, depth int, d rules.Decision) {
+func (r *refusals) add(to *rules.Source, u, found string, depth int, d rules.Decision) {
 	name := ""
 	if to != nil {
 		name = to.Name
@@ -95,7 +98,9 @@ func (r *refusals) add(to *rules.Source, u string, depth int, d rules.Decision) 
 	if r.byReason == nil {
 		r.byReason, r.rule = map[rules.Reason][]frontier.Item{}, map[rules.Reason]string{}
 	}
-	r.byReason[d.Reason] = append(r.byReason[d.Reason], frontier.Item{URL: u, Source: name, Depth: depth})
+	it := frontier.Item{URL: u, Source: name, Depth: depth}
+	it.SetFoundAs(found)
+	r.byReason[d.Reason] = append(r.byReason[d.Reason], it)
 	r.rule[d.Reason] = d.Rule
 }
 

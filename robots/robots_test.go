@@ -114,6 +114,22 @@ Allow: /$
 	)
 }
 
+// RFC 9309 2.2.2: a rule matches the path and query from their start, as
+// one string: the query's parameters in the order the URL holds them, so
+// the crawler must give it the URL as the site wrote it, never one whose
+// parameters it sorted.
+func TestRFC9309MatchesThePathAndQueryAsGivenTheirParametersInOrder(t *testing.T) {
+	r := Parse([]byte("User-agent: *\nDisallow: /list?sort=\nAllow: /list?sort=asc&page=1$\nDisallow: /*&debug\n"))
+	expect(t, r,
+		want{"a", "/list?sort=asc&page=2", false},
+		want{"a", "/list?page=2&sort=asc", true},
+		want{"a", "/list?sort=asc&page=1", true},
+		want{"a", "/list?page=1&sort=asc", true},
+		want{"a", "/list?a=1&debug=1", false},
+		want{"a", "/list?debug=1&a=1", true},
+	)
+}
+
 // RFC 9309 2.2.2 table: the pattern as written (Path), the URI's encoding,
 // and what they are compared as.
 func TestRFC9309PercentEncodingTable(t *testing.T) {

@@ -124,7 +124,7 @@ func BenchmarkDecideFound1000Rules(b *testing.B) {
 			if q != "" {
 				u += map[bool]string{true: "&", false: "?"}[strings.Contains(u, "?")] + q
 			}
-			found, err := urlnorm.Normalize(u)
+			found, err := urlnorm.Found(u)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 // is about with the decision.
 func decideFound(t *testing.T, s *Source, raw string) (string, Decision) {
 	t.Helper()
-	found, err := urlnorm.Normalize(raw)
+	found, err := urlnorm.Found(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestStartURLTheQueryFilterRewritesIsWarnedAboutAndFetchedRewritten(t *testi
 		`kill_exact: ["http://site.example/page?print=1"]`,
 	))
 	want := []string{
-		`crawl.yaml:4:18: sources[0].start_urls[0]: the query filter drops day, sort from start URL http://site.example/list?day=2&id=3&sort=asc, so http://site.example/list?id=3 is fetched instead (list them in honored_query_params to keep them)`,
+		`crawl.yaml:4:18: sources[0].start_urls[0]: the query filter drops sort, day from start URL http://site.example/list?sort=asc&id=3&day=2, so http://site.example/list?id=3 is fetched instead (list them in honored_query_params to keep them)`,
 		`crawl.yaml:5:18: sources[0].kill_exact[0]: the query filter drops print from http://site.example/page?print=1, so no document has this URL and the entry kills nothing: the page is fetched and indexed as http://site.example/page (list it in honored_query_params to keep it)`,
 	}
 	if got := set.Warnings(); !slices.Equal(got, want) {
@@ -118,6 +118,35 @@ func TestDecideFoundAllocatesNothingForAURLWithoutAQuery(t *testing.T) {
 	for _, u := range []string{"http://site.example/docs/a.html", "http://site.example/drafts/b", "http://site.example/item?id=7"} {
 		if n := testing.AllocsPerRun(100, func() { s.DecideFound(u, 1) }); n != 0 {
 			t.Errorf("DecideFound(%s) allocates %v times", u, n)
+		}
+	}
+}
+
+// A rule about a query judges it as the site wrote it, parameters in their
+// order: the link /list?sort=asc&page=2 starts with /list?sort=, whatever
+// the key it is stored under (/list?page=2&sort=asc) says.
+func TestRulesJudgeTheQueryInTheOrderTheSiteWroteIt(t *testing.T) {
+	s := compileYAML(t, source(
+		`start_urls: ["http://site.example/"]`,
+		`honored_query_params: ["*"]`,
+		`exclude: ['regexp:/list\?sort=']`,
+		`rules: ["forbid prefix http://site.example/table?order=*"]`,
+		"crawl_rules: [{match: {atom: {field: url, kind: prefix, value: \"http://site.example/feed?format=\"}}, ignore: true}]",
+	)).Source("site")
+	for _, tc := range []struct {
+		raw, u string
+		reason Reason
+		crawl  bool
+	}{
+		{"http://site.example/list?sort=asc&page=2", "http://site.example/list?page=2&sort=asc", ReasonExcluded, false},
+		{"http://site.example/list?page=2&sort=asc", "http://site.example/list?page=2&sort=asc", ReasonNone, true},
+		{"http://site.example/table?order=up&id=1", "http://site.example/table?id=1&order=up", ReasonForbiddenPrefix, false},
+		{"http://site.example/table?id=1&order=up", "http://site.example/table?id=1&order=up", ReasonNone, true},
+		{"http://site.example/feed?format=rss&a=1", "http://site.example/feed?a=1&format=rss", ReasonRuleIgnore, false},
+	} {
+		u, d := decideFound(t, s, tc.raw)
+		if u != tc.u || d.Crawl != tc.crawl || d.Reason != tc.reason {
+			t.Errorf("%s: %q %+v; want %q, %s", tc.raw, u, d, tc.u, tc.reason)
 		}
 	}
 }

@@ -132,7 +132,7 @@ func FuzzDecide(f *testing.F) {
 	src := &cfg.Sources[0]
 	f.Fuzz(func(t *testing.T, raw string, depth int) {
 		s.Decide(raw, depth) // unnormalised input must not panic either
-		if found, err := urlnorm.Normalize(raw); err == nil {
+		if found, err := urlnorm.Found(raw); err == nil {
 			checkFound(t, s, found, depth)
 		}
 		u, err := s.Normalize(raw)
@@ -256,20 +256,28 @@ func FuzzGlob(f *testing.F) {
 }
 
 // checkFound checks DecideFound against its definition: the URL as found
-// judged first, then its rewrite, which is a fixed point of the filter.
+// judged first, then its key, which is a fixed point of Key, and the key
+// of the URL requested (Fetch).
 func checkFound(t *testing.T, s *Source, found string, depth int) {
 	u, d := s.DecideFound(found, depth)
-	fetch := s.Rewrite(found)
-	if again := s.Rewrite(fetch); again != fetch {
-		t.Fatalf("%s: rewritten to %s, then to %s", found, fetch, again)
+	key := s.Key(found)
+	if again := s.Key(key); again != key {
+		t.Fatalf("%s: keyed %s, then %s", found, key, again)
+	}
+	if k := s.Key(s.Fetch(found)); k != key {
+		t.Fatalf("%s: keyed %s, but the URL requested, %s, is keyed %s", found, key, s.Fetch(found), k)
+	}
+	if r := s.Request(key, found); r != s.Fetch(found) {
+		t.Fatalf("%s: the request for key %s is %s, want %s", found, key, r, s.Fetch(found))
 	}
 	fd := s.Decide(found, depth)
 	switch {
 	case !fd.Crawl:
-		if u != found || d.Reason != fd.Reason || d.Rule != fd.Rule || d.Crawl {
+		all, _ := urlnorm.Normalize(found)
+		if u != all || d.Reason != fd.Reason || d.Rule != fd.Rule || d.Crawl {
 			t.Fatalf("%s refused as found (%s), but DecideFound gives %s %+v", found, fd.Reason, u, d)
 		}
-	case u != fetch || d.Reason != s.Decide(fetch, depth).Reason:
-		t.Fatalf("%s let in as found: DecideFound gives %s %+v, want %s decided", found, u, d, fetch)
+	case u != key || d.Reason != s.Decide(key, depth).Reason:
+		t.Fatalf("%s let in as found: DecideFound gives %s %+v, want %s decided", found, u, d, key)
 	}
 }

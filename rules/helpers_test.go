@@ -50,13 +50,13 @@ func source(lines ...string) string {
 	return b.String()
 }
 
-// decide judges raw as a link found on a page would be: normalised, every
-// query parameter kept, then what the source's query filter makes of it.
+// decide judges raw as a link found on a page would be: as found, then
+// its key.
 func decide(t testing.TB, s *Source, raw string, depth int) Decision {
 	t.Helper()
-	found, err := urlnorm.Normalize(raw)
+	found, err := urlnorm.Found(raw)
 	if err != nil {
-		t.Fatalf("Normalize(%q): %v", raw, err)
+		t.Fatalf("Found(%q): %v", raw, err)
 	}
 	_, d := s.DecideFound(found, depth)
 	return d

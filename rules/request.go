@@ -4,7 +4,8 @@ import "github.com/crawlspace/crawlspace/urlnorm"
 
 // DecideRequest judges a request that a page being rendered makes for
 // something other than itself (a script, a stylesheet, a fetch() or XHR
-// call, a frame): u, normalised, is asked for by the page at page.
+// call, a frame): u, as found (urlnorm.Found), is asked for by the page
+// at page.
 //
 // Such a request is not a page of the crawl: it is never queued, indexed
 // or followed, so the rules about which pages to crawl do not apply to it

@@ -25,11 +25,12 @@
 // mime_type and the extensionless ignored_extension from response headers
 // (DecideMIME), and robots by the robots.txt cache.
 //
-// Rules judge a URL as found: normalised by urlnorm, fragment removed,
-// every query parameter kept. DecideFound and Set.Route judge it, then the
-// URL the source's query filter makes of it, which is what is queued,
-// fetched and indexed. Decide judges the URL it is given, as is, and does
-// not normalise it again: a URL found, or one already queued.
+// Rules judge a URL as found: resolved and spelt by urlnorm (Found), its
+// query parameters in the order the site wrote them, every one kept.
+// DecideFound and Set.Route judge it, then its key, the URL the source's
+// query filter and the sorting of parameters make of it (Source.Key),
+// under which it is queued, stored and indexed. Decide judges the URL it
+// is given, as is, and does not normalise it again: a URL found, or a key.
 package rules
 
 import (
@@ -121,13 +122,13 @@ func (set *Set) Warnings() []string { return set.warnings }
 // Route picks the source a URL found on a page, in a sitemap or feed or in
 // a Location header belongs to: from (the source of the page it was found
 // on) when from crawls it, else the first other source, in config order,
-// that crawls it. found is the URL as found, normalised by urlnorm with
-// every query parameter kept; each source judges it with DecideFound.
-// The URL returned is the one to queue when the decision crawls, else the
-// one refused, both as that source spells them (see DecideFound). When no
-// source crawls it, Route returns from and its refusal, or with from nil
-// the refusal of the first source whose start URLs share the URL's
-// scheme, host and port (the most telling one), else of the first source.
+// that crawls it. found is the URL as found (urlnorm.Found); each source
+// judges it with DecideFound. The URL returned is the key to queue when
+// the decision crawls, else the one refused, both as that source spells
+// them (see DecideFound). When no source crawls it, Route returns from and
+// its refusal, or with from nil the refusal of the first source whose
+// start URLs share the URL's scheme, host and port (the most telling
+// one), else of the first source.
 func (set *Set) Route(found string, depth int, from *Source) (*Source, string, Decision) {
 	var fromU string
 	var fromD Decision
@@ -164,15 +165,16 @@ func (set *Set) Route(found string, depth int, from *Source) (*Source, string, D
 }
 
 // RouteRaw is Route for a URL as written (a start URL, a URL typed into
-// explain or status): it is normalised as found, then routed. A URL that
-// cannot be normalised is refused as invalid_url, with the error.
-func (set *Set) RouteRaw(raw string, depth int) (*Source, string, Decision, error) {
-	found, err := urlnorm.Normalize(raw)
+// explain or status): it is spelt as found, then routed; found is that
+// spelling. A URL that cannot be read is refused as invalid_url, with the
+// error.
+func (set *Set) RouteRaw(raw string, depth int) (s *Source, u, found string, d Decision, err error) {
+	found, err = urlnorm.Found(raw)
 	if err != nil {
-		return nil, raw, Decision{Reason: ReasonInvalid}, err
+		return nil, raw, raw, Decision{Reason: ReasonInvalid}, err
 	}
-	s, u, d := set.Route(found, depth, nil)
-	return s, u, d, nil
+	s, u, d = set.Route(found, depth, nil)
+	return s, u, found, d, nil
 }
 
 // Reload re-reads every source's reject list; see Source.Reload.
@@ -197,6 +199,8 @@ type Source struct {
 	path      string
 	norm      *urlnorm.Normalizer
 	startURLs []string
+	// startFound holds each start URL as found.
+	startFound []string
 
 	// Form sign-in keeps the crawl off its login page and logout links.
 	loginOrigin, loginPath, loginRef string
@@ -255,7 +259,6 @@ type Source struct {
 	// behindProxy: the crawler dials only the proxy, so no address of a
 	// crawled host is ever judged.
 	behindProxy bool
-	keepsAll    bool // the query filter keeps every parameter
 }
 
 // Groups of the source's pattern set.
@@ -310,7 +313,6 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 	s := &Source{Name: src.Name, cfg: cfg, path: path}
 
 	s.norm = urlnorm.New(src.HonoredQueryParams)
-	s.keepsAll = slices.Contains(src.HonoredQueryParams, "*")
 	if a := src.Auth; a != nil && a.Method == config.AuthForm {
 		if lu, err := urlnorm.Normalize(a.Form.LoginURL); err == nil {
 			if p, ok := urlnorm.Split(lu); ok {
@@ -387,7 +389,8 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 		}
 	}
 
-	// Entries are URLs as found, like the URLs they are compared with.
+	// Entries are keys with every parameter, like the keys they are
+	// compared with.
 	s.killExact = map[string]string{}
 	for j, raw := range src.KillExact {
 		p := fmt.Sprintf("%s[%d]", at("kill_exact"), j)
@@ -397,7 +400,7 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 			continue
 		}
 		s.killExact[u] = cfg.Ref(p)
-		if fetch := s.Rewrite(u); fetch != u {
+		if fetch := s.Key(u); fetch != u {
 			// A killed link is still followed, and the page it leads to is
 			// fetched and indexed as what the filter makes of it.
 			names := dropped(u, fetch)
@@ -468,22 +471,23 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 	var starts []start
 	for j, raw := range src.StartURLs {
 		p := fmt.Sprintf("%s[%d]", at("start_urls"), j)
-		found, err := urlnorm.Normalize(raw)
+		found, err := urlnorm.Found(raw)
 		if err != nil {
 			errorf(p, "start URL: %v", err)
 			continue
 		}
-		u := s.Rewrite(found)
-		if u != found {
-			names := dropped(found, u)
+		u := s.Key(found)
+		if fetch := s.Fetch(found); fetch != found {
+			names := dropped(found, fetch)
 			warnf(p, "the query filter drops %s from start URL %s, so %s is fetched instead (list %s in honored_query_params to keep %[4]s)",
-				names, found, u, pronoun(names))
+				names, found, fetch, pronoun(names))
 		}
 		parts, _ := urlnorm.Split(u)
 		s.origins[parts.Origin] = true
 		dir := parts.Origin + parts.Path[:strings.LastIndexByte(parts.Path, '/')+1]
 		s.dirs.insert(dir, int32(j))
 		s.startURLs = append(s.startURLs, u)
+		s.startFound = append(s.startFound, found)
 		starts = append(starts, start{p, found})
 	}
 	for _, st := range starts {
@@ -576,50 +580,82 @@ func (s *Source) compileExtensions(cfg *config.Config, src *config.Source, at fu
 	}
 }
 
-// StartURLs returns the source's start URLs as they are fetched:
-// normalised, the query filter applied.
+// StartURLs returns the source's start URLs as they are queued: their
+// keys.
 func (s *Source) StartURLs() []string { return s.startURLs }
 
-// Normalize normalises raw with the source's query filter: the URL that is
-// fetched, not the one rules judge (see DecideFound).
+// StartFound returns the i-th start URL as found: as written in the
+// config, spelt by urlnorm.Found.
+func (s *Source) StartFound(i int) string { return s.startFound[i] }
+
+// Normalize normalises raw into its key: the source's query filter
+// applied, parameters sorted (see Key).
 func (s *Source) Normalize(raw string) (string, error) { return s.norm.Normalize(raw) }
 
-// Rewrite applies the source's query filter to found, a URL normalised as
-// found: the result is the URL queued, fetched and indexed. A URL without
-// a query, or a filter that keeps every parameter, costs nothing.
-func (s *Source) Rewrite(found string) string {
-	if s.keepsAll || strings.IndexByte(found, '?') < 0 {
+// Key is the key of found, a URL as found: the parameters the source's
+// query filter drops dropped, the rest sorted (urlnorm's steps 4 and 5).
+// The page is queued, stored and indexed under it, so ?a=1&b=2 and
+// ?b=2&a=1 are one page. A URL without a query costs nothing.
+func (s *Source) Key(found string) string { return keyOf(s.norm.Normalize, found) }
+
+// keyOf is the key normalize makes of found; a URL without a query is its
+// own key.
+func keyOf(normalize func(string) (string, error), found string) string {
+	if strings.IndexByte(found, '?') < 0 {
 		return found
 	}
-	u, err := s.norm.Normalize(found)
+	u, err := normalize(found)
 	if err != nil {
 		return found
 	}
 	return u
 }
 
-// DecideFound judges a URL as found (normalised by urlnorm, every query
-// parameter kept): every check of Decide sees it, so a rule about a
-// parameter the query filter drops still applies, and a refusal keeps the
-// link out. Then the query filter rewrites it into the URL that would be
-// fetched, and that URL is judged too, as it is again when it is fetched:
-// a refusal of it keeps the link out as well. It returns the URL the
-// decision is about: the one to queue when d.Crawl, else the one refused
-// (found, or its rewrite). What a crawled URL's page becomes (indexed or
-// killed, followed, priority, source, add_meta) is the rewritten URL's
-// decision: every spelling that rewrites to it shares one document, and
-// the first link found must not decide for the others.
+// Fetch is the URL requested for found, a URL as found: the parameters the
+// query filter drops dropped, the others as the site wrote them.
+func (s *Source) Fetch(found string) string { return s.norm.Filter(found) }
+
+// Request is the URL to request for a queued page: its URL as found with
+// the query filter applied (Fetch), or its key when it was queued as
+// found (found is "") or the filter has changed since, so that what it
+// asks for is no longer the page the key names.
+func (s *Source) Request(key, found string) string {
+	if found == "" {
+		return key
+	}
+	if f := s.Fetch(found); s.Key(f) == key {
+		return f
+	}
+	return key
+}
+
+// DecideFound judges a URL as found (urlnorm.Found: its parameters as the
+// site wrote them, every one kept): every check of Decide sees it, so a
+// rule about a parameter, or about their order, judges what the site
+// wrote, and a refusal keeps the link out. Then the URL's key (Key) is
+// judged too, as it is again when it is fetched: a refusal of it keeps the
+// link out as well. It returns the URL the decision is about: the key to
+// queue when d.Crawl, else the one refused (the key of the URL as found
+// with every parameter kept, or its key). What a crawled URL's page
+// becomes (indexed or killed, followed, priority, source, add_meta) is the
+// key's decision: every spelling of it shares one document, and the first
+// link found must not decide for the others.
 func (s *Source) DecideFound(found string, depth int) (string, Decision) {
 	d := s.Decide(found, depth)
 	if !d.Crawl {
-		return found, d
+		return refusedKey(found), d
 	}
-	u := s.Rewrite(found)
+	u := s.Key(found)
 	if u == found {
 		return found, d
 	}
 	return u, s.Decide(u, depth)
 }
+
+// refusedKey is what a URL refused as found is recorded under: its key
+// with every parameter kept, so that the spellings of one URL are one
+// refusal.
+func refusedKey(found string) string { return keyOf(urlnorm.Normalize, found) }
 
 // refuse is a decision not to crawl.
 func (s *Source) refuse(r Reason, rule string) Decision {

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"net/url"
 	"strings"
 	"testing"
 
@@ -100,14 +99,14 @@ func TestExtensionlessURLIsDecidedByTheMIMETypeOfItsIgnoredExtension(t *testing.
 // to an endless walk, while item?id=12345 is one page per id.
 func TestQueryFilterKeepsHonoredParametersAndDropsCalendarOnes(t *testing.T) {
 	s := compileYAML(t, source(`start_urls: ["http://site.example/"]`)).Source("site")
-	base, _ := url.Parse("http://site.example/calendar?year=2018&month=11&day=8")
+	base := "http://site.example/calendar?year=2018&month=11&day=8"
 	for ref, want := range map[string]string{
 		"?year=2018&month=11&day=9": "http://site.example/calendar",
 		"item?id=12345":             "http://site.example/item?id=12345",
 		"item?sort=asc&id=12345":    "http://site.example/item?id=12345",
 	} {
 		found, err := urlnorm.Resolve(base, ref)
-		if got := s.Rewrite(found); err != nil || got != want {
+		if got := s.Key(found); err != nil || got != want {
 			t.Errorf("Resolve(%q) = %q, %v; want %q", ref, got, err, want)
 		}
 	}
@@ -272,23 +271,23 @@ func TestRouteRawGivesTheURLEachSourceWouldFetch(t *testing.T) {
 		"  - name: docs\n    start_urls: [\"http://docs.example/\"]\n"+
 		"  - name: shop\n    start_urls: [\"http://shop.example/\"]\n    honored_query_params: [sku]\n"+
 		"    exclude: [day=3]\n")
-	src, u, d, err := set.RouteRaw("HTTP://Shop.example/item?sku=1&day=2#x", 0)
-	if err != nil || src.Name != "shop" || u != "http://shop.example/item?sku=1" || !d.Crawl {
-		t.Errorf("RouteRaw = %v %q %+v %v", src, u, d, err)
+	src, u, found, d, err := set.RouteRaw("HTTP://Shop.example/item?sku=1&day=2#x", 0)
+	if err != nil || src.Name != "shop" || u != "http://shop.example/item?sku=1" || found != "http://shop.example/item?sku=1&day=2" || !d.Crawl {
+		t.Errorf("RouteRaw = %v %q %q %+v %v", src, u, found, d, err)
 	}
-	src, u, d, _ = set.RouteRaw("http://docs.example/a?sku=1&id=3", 0)
+	src, u, _, d, _ = set.RouteRaw("http://docs.example/a?sku=1&id=3", 0)
 	if src.Name != "docs" || u != "http://docs.example/a?id=3" || !d.Crawl {
 		t.Errorf("RouteRaw = %v %q %+v", src.Name, u, d)
 	}
 	// Refused as found: the URL given back is the one refused, as found.
-	src, u, d, _ = set.RouteRaw("http://shop.example/item?sku=1&day=3", 0)
+	src, u, _, d, _ = set.RouteRaw("http://shop.example/item?sku=1&day=3", 0)
 	if src.Name != "shop" || u != "http://shop.example/item?day=3&sku=1" || d.Reason != ReasonExcluded {
 		t.Errorf("RouteRaw = %v %q %+v", src.Name, u, d)
 	}
-	if _, _, d, err := set.RouteRaw("mailto:x@example", 0); err == nil || d.Reason != ReasonInvalid || d.Crawl {
+	if _, _, _, d, err := set.RouteRaw("mailto:x@example", 0); err == nil || d.Reason != ReasonInvalid || d.Crawl {
 		t.Errorf("RouteRaw(mailto) = %+v, %v", d, err)
 	}
-	if src, _, d, _ := set.RouteRaw("http://shop.example/a.exe", 0); src.Name != "shop" || d.Reason != ReasonIgnoredExtension {
+	if src, _, _, d, _ := set.RouteRaw("http://shop.example/a.exe", 0); src.Name != "shop" || d.Reason != ReasonIgnoredExtension {
 		t.Errorf("a refused URL is explained by the source of its host: %v %+v", src.Name, d)
 	}
 }

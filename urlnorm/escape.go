@@ -6,7 +6,10 @@ import "strings"
 var (
 	unreserved   [256]bool // ALPHA DIGIT - . _ ~
 	pathAllowed  [256]bool // pchar: unreserved, sub-delims, ":" and "@"
-	queryAllowed [256]bool // pchar, "/" and "?"
+	queryAllowed [256]bool // pchar, "/" and "?", but not "'"
+	// pathQueryAllowed is what a hand-written pattern may hold raw
+	// before its query: a path's characters, "/" and "?".
+	pathQueryAllowed [256]bool
 )
 
 func init() {
@@ -25,6 +28,10 @@ func init() {
 	}
 	queryAllowed = pathAllowed
 	queryAllowed['/'], queryAllowed['?'] = true, true
+	// The URL Standard escapes "'" in the query of a special URL.
+	queryAllowed['\''] = false
+	pathQueryAllowed = queryAllowed
+	pathQueryAllowed['\''] = true
 }
 
 const upperHex = "0123456789ABCDEF"
@@ -44,7 +51,7 @@ func unhex(c byte) (byte, bool) {
 // appendEscaped writes s with its percent-encoding normalised: escapes of
 // unreserved characters decoded, other escapes upper-cased, a "%" that
 // starts no escape and every byte not allowed raw encoded.
-func appendEscaped(buf []byte, s string, allowed *[256]bool) []byte {
+func appendEscaped[S text](buf []byte, s S, allowed *[256]bool) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if allowed[c] {
@@ -84,17 +91,19 @@ func escapeComponent(s string, allowed *[256]bool) string {
 // treats paths and queries, so it compares equal to the same text in a
 // normalised URL: "/my docs/café" becomes "/my%20docs/caf%C3%A9". Reserved
 // characters ("/", "?", "&", "=", ":", ...) stay as written, and so does a
-// bracketed IPv6 host after "//".
+// bracketed IPv6 host after "//"; a "'" is escaped after the first "?",
+// as in a URL's query.
 func Escape(s string) string {
 	var stack [128]byte
 	b := stack[:0]
+	allowed := &pathQueryAllowed
 	for s != "" {
 		i := strings.Index(s, "//[")
 		if i < 0 {
-			b = appendEscaped(b, s, &queryAllowed)
+			b = appendPattern(b, s, &allowed)
 			break
 		}
-		b = appendEscaped(b, s[:i+2], &queryAllowed)
+		b = appendPattern(b, s[:i+2], &allowed)
 		s = s[i+2:]
 		j := strings.IndexByte(s, ']')
 		if j < 0 {
@@ -104,4 +113,16 @@ func Escape(s string) string {
 		s = s[j+1:]
 	}
 	return string(b)
+}
+
+// appendPattern escapes s with *allowed, switching to the query's set at
+// the first "?".
+func appendPattern(b []byte, s string, allowed **[256]bool) []byte {
+	if *allowed == &pathQueryAllowed {
+		if i := strings.IndexByte(s, '?'); i >= 0 {
+			b = appendEscaped(b, s[:i+1], *allowed)
+			s, *allowed = s[i+1:], &queryAllowed
+		}
+	}
+	return appendEscaped(b, s, *allowed)
 }

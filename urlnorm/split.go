@@ -94,3 +94,22 @@ func Origin(url string) string {
 	}
 	return url[:i+3+end]
 }
+
+// RequestTarget is the path and query of a URL Normalize or Found wrote,
+// "/" at least: what a request for it asks for, and what robots.txt
+// judges.
+func RequestTarget(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return "/"
+	}
+	rest := u[i+3:]
+	j := strings.IndexAny(rest, "/?")
+	switch {
+	case j < 0:
+		return "/"
+	case rest[j] == '?':
+		return "/" + rest[j:]
+	}
+	return rest[j:]
+}

@@ -30,7 +30,8 @@ func runExplain(args []string) int { return explain(args, os.Stdout, os.Stderr) 
 // explanation is one line of `explain -json`: the fields README.md lists,
 // in that order, ending with the URL that would be fetched.
 type explanation struct {
-	// URL is the URL as found, normalised: what the rules judge.
+	// URL is the URL as found (urlnorm.Found, its query as written): what
+	// the rules and robots.txt judge.
 	URL      string `json:"url"`
 	Source   string `json:"source"`
 	Crawl    bool   `json:"crawl"`
@@ -39,9 +40,12 @@ type explanation struct {
 	Priority int    `json:"priority"`
 	Reason   string `json:"reason"`
 	Rule     string `json:"rule"`
-	// Fetch is what the source's query filter makes of URL: the URL queued,
-	// fetched and indexed if it is crawled.
+	// Fetch is what the source's query filter makes of URL: the URL
+	// requested if it is crawled.
 	Fetch string `json:"fetch"`
+	// Key is the URL the page is queued, stored and indexed under: Fetch
+	// with its parameters sorted (see `status -url`).
+	Key string `json:"key"`
 	// Auth is the authentication a request for Fetch gets from the
 	// source: the method and user, never a secret; "" without an auth block.
 	Auth string `json:"auth,omitempty"`
@@ -160,13 +164,16 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER")
+	fmt.Fprintln(tw, "URL\tFETCH\tKEY\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER")
 	for _, l := range lines {
-		fetch := l.Fetch
+		fetch, key := l.Fetch, l.Key
 		if fetch == l.URL {
 			fetch = "="
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
+		if key == l.Fetch {
+			key = "="
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(key), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
 			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth), dash(l.Render))
 	}
 	if err := tw.Flush(); err != nil {
@@ -205,40 +212,50 @@ func (ex *explainer) note(format string, args ...any) {
 // judges it as found, then what the query filter makes of it; then the
 // address its host has and, live, its robots.txt.
 func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation {
-	found, err := urlnorm.Normalize(raw)
+	found, err := urlnorm.Found(raw)
 	if err != nil {
 		fmt.Fprintf(ex.stderr, "crawlspace explain: %v\n", err)
 		return explanation{URL: raw, Reason: string(rules.ReasonInvalid)}
 	}
 	src, u, d := set.Route(found, depth, nil)
-	fetch := found
-	if src != nil {
-		fetch = src.Rewrite(found)
-	}
 	if src == nil || !d.Crawl {
-		return line(found, fetch, src, d)
+		return line(found, src, d)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ex.cfg.Fetch.Timeout.D())
 	defer cancel()
 	if refused, ok := ex.address(ctx, src, u); ok {
-		return line(found, fetch, src, refused)
+		return line(found, src, refused)
 	}
 	if ex.offline {
-		return line(found, fetch, src, d)
+		return line(found, src, d)
 	}
 	if ex.robots != nil && *ex.cfg.Sources[sourceIndex(ex.cfg, src.Name)].Robots.Obey {
-		pu, perr := url.Parse(u)
-		if perr == nil {
-			allowed, rule, rerr := ex.robots.Allowed(ctx, pu)
-			switch {
-			case rerr != nil && !errors.Is(rerr, robots.ErrUnavailable):
-				fmt.Fprintf(ex.stderr, "crawlspace explain: robots.txt for %s: %v\n", u, rerr)
-			case !allowed:
-				d = rules.Decision{Source: d.Source, Reason: rules.ReasonRobots, Rule: robotsRule(pu, rule, rerr)}
-			}
+		if refused, ok := ex.robotsRefuse(ctx, found, src.Fetch(found)); ok {
+			d = rules.Decision{Source: d.Source, Reason: rules.ReasonRobots, Rule: refused}
 		}
 	}
-	return line(found, fetch, src, d)
+	return line(found, src, d)
+}
+
+// robotsRefuse asks robots.txt, live, about the URL as found and the URL
+// requested, as the crawler does before a fetch; ok is true when it
+// refuses either, rule saying which line.
+func (ex *explainer) robotsRefuse(ctx context.Context, found, fetch string) (rule string, ok bool) {
+	pu, err := url.Parse(found)
+	if err != nil {
+		return "", false
+	}
+	r, err := ex.robots.Get(ctx, pu)
+	if err != nil && !errors.Is(err, robots.ErrUnavailable) {
+		fmt.Fprintf(ex.stderr, "crawlspace explain: robots.txt for %s: %v\n", found, err)
+		return "", false
+	}
+	for _, u := range []string{found, fetch} {
+		if allowed, line := r.Test(ex.cfg.UserAgent, urlnorm.RequestTarget(u)); !allowed {
+			return robotsRule(pu, line, err), true
+		}
+	}
+	return "", false
 }
 
 // address applies the source's address rules and allow_private_networks
@@ -304,8 +321,14 @@ func sourceIndex(cfg *config.Config, name string) int {
 	return 0
 }
 
-func line(found, fetch string, src *rules.Source, d rules.Decision) explanation {
-	e := explanation{URL: found, Fetch: fetch, Crawl: d.Crawl, Index: d.Index, Follow: d.Follow, Priority: d.Priority, Reason: string(d.Reason), Rule: d.Rule}
+// line is the explanation of found, a URL as found, decided d by src (nil
+// when no source holds it).
+func line(found string, src *rules.Source, d rules.Decision) explanation {
+	fetch, key := found, found
+	if src != nil {
+		fetch, key = src.Fetch(found), src.Key(found)
+	}
+	e := explanation{URL: found, Fetch: fetch, Key: key, Crawl: d.Crawl, Index: d.Index, Follow: d.Follow, Priority: d.Priority, Reason: string(d.Reason), Rule: d.Rule}
 	// An offsite URL belongs to no source.
 	if src != nil && d.Reason != rules.ReasonOffsite {
 		e.Source = d.Source

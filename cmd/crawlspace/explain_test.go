@@ -53,12 +53,12 @@ func runExplainCmd(args ...string) (code int, stdout, stderr string) {
 }
 
 // decodeLines reads explain -json output, checking every line has exactly
-// the keys README.md lists, in their order, ending with fetch.
+// the keys README.md lists, in their order.
 func decodeLines(t *testing.T, out string) []explanation {
 	t.Helper()
 	// auth comes only for a source with an auth block, render only for a
 	// page that is rendered.
-	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch", "auth", "render"}
+	keys := []string{"url", "source", "crawl", "index", "follow", "priority", "reason", "rule", "fetch", "key", "auth", "render"}
 	var got []explanation
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		dec := json.NewDecoder(strings.NewReader(l))
@@ -123,12 +123,16 @@ func TestExplainJSONGivesEachDecisionAndTheLineThatMadeIt(t *testing.T) {
 }
 
 // checkLines compares explain lines field by field; a want without Fetch
-// expects the URL itself, no query filter rewrite.
+// expects the URL itself, no query filter rewrite, and one without Key
+// expects Fetch.
 func checkLines(t *testing.T, got, want []explanation) {
 	t.Helper()
 	for i, w := range want {
 		if w.Fetch == "" && w.Reason != "invalid_url" {
 			w.Fetch = w.URL
+		}
+		if w.Key == "" && w.Reason != "invalid_url" {
+			w.Key = w.Fetch
 		}
 		g := got[i]
 		for _, f := range []struct {
@@ -138,7 +142,7 @@ func checkLines(t *testing.T, got, want []explanation) {
 			{"url", g.URL, w.URL}, {"source", g.Source, w.Source}, {"crawl", g.Crawl, w.Crawl},
 			{"index", g.Index, w.Index}, {"follow", g.Follow, w.Follow}, {"priority", g.Priority, w.Priority},
 			{"reason", g.Reason, w.Reason}, {"rule", g.Rule, w.Rule}, {"fetch", g.Fetch, w.Fetch},
-			{"auth", g.Auth, w.Auth},
+			{"key", g.Key, w.Key}, {"auth", g.Auth, w.Auth},
 		} {
 			if f.got != f.want {
 				t.Errorf("line %d (%s): %s = %v, want %v", i+1, w.URL, f.name, f.got, f.want)
@@ -220,7 +224,7 @@ func TestExplainShowsTheURLAsFoundAndTheURLFetched(t *testing.T) {
 		"    start_urls: [\"http://fdse.example/\"]\n"+ // 6
 		"    follow_query_strings: false\n") // 7
 	code, out, errOut := runExplainCmd("-config", cfg, "-json", "-offline",
-		"http://docs.example/search?id=2&date=2018-01-01",
+		"http://docs.example/search?date=2018-01-01&id=2",
 		"http://docs.example/img?OpenImageResource",
 		"http://docs.example/list?sort=asc&id=3#top",
 		"http://fdse.example/file.pl?test",
@@ -233,7 +237,7 @@ func TestExplainShowsTheURLAsFoundAndTheURLFetched(t *testing.T) {
 			Reason: "excluded", Rule: cfg + ":4:15 sources[0].exclude[0]"},
 		{URL: "http://docs.example/img?OpenImageResource", Fetch: "http://docs.example/img", Source: "docs",
 			Reason: "excluded", Rule: cfg + ":4:15 sources[0].exclude[0]"},
-		{URL: "http://docs.example/list?id=3&sort=asc", Fetch: "http://docs.example/list?id=3", Source: "docs",
+		{URL: "http://docs.example/list?sort=asc&id=3", Fetch: "http://docs.example/list?id=3", Source: "docs",
 			Crawl: true, Index: true, Follow: true},
 		{URL: "http://fdse.example/file.pl?test", Fetch: "http://fdse.example/file.pl", Source: "fdse",
 			Reason: "query_string", Rule: cfg + ":7:27 sources[1].follow_query_strings"},
@@ -244,9 +248,43 @@ func TestExplainShowsTheURLAsFoundAndTheURLFetched(t *testing.T) {
 	if f := strings.Fields(lines[1]); len(f) < 2 || f[0] != "http://docs.example/list?sort=asc" || f[1] != "http://docs.example/list" {
 		t.Errorf("text line for a rewritten URL: %q", lines[1])
 	}
-	if f := strings.Fields(lines[2]); len(f) < 2 || f[1] != "=" {
+	if f := strings.Fields(lines[2]); len(f) < 3 || f[1] != "=" || f[2] != "=" {
 		t.Errorf("text line for a URL fetched as found: %q", lines[2])
 	}
+}
+
+// The URL as found keeps its parameters in the order the site wrote them:
+// the rules and robots.txt judge it so, it is requested so (less what
+// the query filter drops), and its key, under which it is stored and
+// indexed, has them sorted.
+func TestExplainJudgesTheURLAsTheSiteWroteItAndShowsItsKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			w.Write([]byte("User-agent: *\nDisallow: /list?sort=\nDisallow: /item?id=9$\n"))
+			return
+		}
+		w.Write([]byte("<html><body>page</body></html>"))
+	}))
+	t.Cleanup(srv.Close)
+	cfg := writeYAML(t, "allow_private_networks: true\nsources:\n  - name: docs\n    start_urls: [\""+srv.URL+"/\"]\n"+
+		"    honored_query_params: [id, page]\n")
+	code, out, errOut := runExplainCmd("-config", cfg, "-json",
+		srv.URL+"/list?sort=asc&page=2",
+		srv.URL+"/list?page=2&sort=asc&id=1",
+		srv.URL+"/item?utm=x&id=9",
+		srv.URL+`\images\photo.html`,
+	)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	robots := srv.URL + "/robots.txt:2: Disallow: /list?sort="
+	checkLines(t, decodeLines(t, out), []explanation{
+		{URL: srv.URL + "/list?sort=asc&page=2", Fetch: srv.URL + "/list?page=2", Source: "docs", Reason: "robots", Rule: robots},
+		{URL: srv.URL + "/list?page=2&sort=asc&id=1", Fetch: srv.URL + "/list?page=2&id=1", Key: srv.URL + "/list?id=1&page=2",
+			Source: "docs", Crawl: true, Index: true, Follow: true},
+		{URL: srv.URL + "/item?utm=x&id=9", Fetch: srv.URL + "/item?id=9", Source: "docs", Reason: "robots", Rule: srv.URL + "/robots.txt:3: Disallow: /item?id=9$"},
+		{URL: srv.URL + "/images/photo.html", Source: "docs", Crawl: true, Index: true, Follow: true},
+	})
 }
 
 // validate warns about a start URL the query filter rewrites, placed at

@@ -39,7 +39,8 @@ func mapPage(cfg *config.Config, set *rules.Set, l explanation, file string, std
 		fmt.Fprintln(stderr, "crawlspace explain:", err)
 		return nil, exitFailed
 	}
-	u, err := url.Parse(l.Fetch)
+	// The document is the key's; its links resolve against the URL requested.
+	u, err := url.Parse(l.Key)
 	if err != nil {
 		fmt.Fprintln(stderr, "crawlspace explain:", err)
 		return nil, exitFailed
@@ -47,7 +48,7 @@ func mapPage(cfg *config.Config, set *rules.Set, l explanation, file string, std
 	src := cfg.SourceByName(l.Source)
 	var meta map[string]string
 	if rs := set.Source(l.Source); rs != nil {
-		d := rs.Decide(l.Fetch, 0)
+		d := rs.Decide(l.Key, 0)
 		for k, vs := range d.Meta {
 			if len(vs) > 0 {
 				if meta == nil {
@@ -61,8 +62,12 @@ func mapPage(cfg *config.Config, set *rules.Set, l explanation, file string, std
 	if strings.HasPrefix(ctype, "text/plain") {
 		ctype = "text/html" // a saved page without a doctype sniffs as text
 	}
-	res, err := mapping.New(cfg, src).Extract(mapping.Page{URL: u, Header: http.Header{"Content-Type": {ctype}},
-		Body: body, Source: l.Source, Fetched: time.Now().UTC(), AddMeta: meta})
+	page := mapping.Page{URL: u, Header: http.Header{"Content-Type": {ctype}},
+		Body: body, Source: l.Source, Fetched: time.Now().UTC(), AddMeta: meta}
+	if l.Fetch != l.Key {
+		page.Request = l.Fetch
+	}
+	res, err := mapping.New(cfg, src).Extract(page)
 	if err != nil {
 		fmt.Fprintln(stderr, "crawlspace explain:", err)
 		return nil, exitFailed

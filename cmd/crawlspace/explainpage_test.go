@@ -82,3 +82,33 @@ func TestExplainPageShowsWhichRuleFilledWhichFieldOfASavedPage(t *testing.T) {
 		t.Errorf("-page with two URLs: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// A saved page of a URL the site wrote with its parameters in another
+// order maps as the document of its key, its links resolved against the
+// URL requested.
+func TestExplainPageMapsTheDocumentOfTheKeyAndResolvesLinksAgainstTheURLRequested(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "crawl.yaml")
+	page := filepath.Join(dir, "list.html")
+	for name, data := range map[string]string{
+		cfgPath: "sources: [{name: shop, start_urls: [\"http://shop.test/\"], honored_query_params: [a, b]}]\n",
+		page:    `<!doctype html><title>List</title><p>A list of things.</p>`,
+	} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runExplainCmd("-config", cfgPath, "-offline", "-json", "-page", page, "http://shop.test/list?b=2&a=1&utm=x")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var pf struct {
+		Doc struct {
+			URL string `json:"doc_url"`
+		} `json:"doc"`
+	}
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &pf) != nil || pf.Doc.URL != "http://shop.test/list?a=1&b=2" {
+		t.Errorf("the page maps as the document of %q, want the key http://shop.test/list?a=1&b=2:\n%s", pf.Doc.URL, out)
+	}
+}

@@ -6,13 +6,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/rules"
 )
+
+// statusJSON is `status -json -url u`.
+func statusJSON(t *testing.T, cfg *config.Config, set *rules.Set, front statusStore, u string) urlStatus {
+	t.Helper()
+	var out bytes.Buffer
+	if code := statusOfURL(&out, cfg, set, front, u, true); code != exitOK {
+		t.Fatalf("status -url %s: exit %d", u, code)
+	}
+	var st urlStatus
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
 
 func TestStatusURLShowsTheWholeHistoryOfAURL(t *testing.T) {
 	site := opsSite(t, nil)
@@ -35,18 +54,7 @@ sources:
 	}
 	defer front.Close()
 
-	status := func(u string) urlStatus {
-		t.Helper()
-		var out bytes.Buffer
-		if code := statusOfURL(&out, cfg, set, front, u, true); code != exitOK {
-			t.Fatalf("status -url %s: exit %d", u, code)
-		}
-		var st urlStatus
-		if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	status := func(u string) urlStatus { return statusJSON(t, cfg, set, front, u) }
 	events := func(st urlStatus) string {
 		var parts []string
 		for _, h := range st.History {
@@ -154,5 +162,53 @@ sources:
 	}
 	if f := st.History[1]; f.Bytes == 0 || f.Seconds <= 0 {
 		t.Errorf("fetched event = %+v, want its size and duration", f)
+	}
+}
+
+// status -url shows a page's URL as the site wrote it and the URL
+// requested, where they differ from its key, whichever spelling is typed.
+func TestStatusURLShowsTheURLAsFoundAndTheURLRequested(t *testing.T) {
+	var mu sync.Mutex
+	var requested []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requested = append(requested, r.RequestURI)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<html><body>%s <a href="/list?b=2&amp;a=1&amp;utm=x">list</a></body></html>`, r.RequestURI)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	cfg, set, _ := writeConfig(t, fmt.Sprintf("output: {file: %s}\nallow_private_networks: true\n"+
+		"sources: [{name: docs, start_urls: [%q], honored_query_params: [a, b], robots: {obey: false}}]\n",
+		filepath.Join(dir, "docs.ndjson"), srv.URL+"/"))
+	if code := crawlOnce(context.Background(), cfg, set, jsonOutput(io.Discard, io.Discard), ""); code != exitOK {
+		t.Fatalf("crawl exit %d", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(requested, " "); got != "/ /list?b=2&a=1" {
+		t.Errorf("requested %s", got)
+	}
+	front, err := frontier.Open(cfg.StateDir, frontier.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	for _, typed := range []string{srv.URL + "/list?a=1&b=2", srv.URL + "/list?b=2&a=1&utm=x"} {
+		st := statusJSON(t, cfg, set, front, typed)
+		if st.URL != srv.URL+"/list?a=1&b=2" || st.Found != srv.URL+"/list?b=2&a=1&utm=x" || st.Requested != srv.URL+"/list?b=2&a=1" {
+			t.Errorf("status -url %s: key %s, found as %q, requested as %q", typed, st.URL, st.Found, st.Requested)
+		}
+		if d := st.Decision; d == nil || d.URL != st.Found || d.Fetch != st.Requested || d.Key != st.URL {
+			t.Errorf("status -url %s: decision %+v", typed, st.Decision)
+		}
+	}
+	var text bytes.Buffer
+	statusOfURL(&text, cfg, set, front, srv.URL+"/list?a=1&b=2", false)
+	for _, want := range []string{"  found as " + srv.URL + "/list?b=2&a=1&utm=x\n", "  requested as " + srv.URL + "/list?b=2&a=1\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("status -url text lacks %q:\n%s", want, text.String())
+		}
 	}
 }

@@ -61,6 +61,11 @@ type urlStatus struct {
 	Target       string    `json:"target,omitempty"`
 	Lastmod      time.Time `json:"sitemap_lastmod,omitzero"`
 	Via          string    `json:"found_on,omitempty"`
+	// Found is the URL as the site wrote it, what robots.txt and the rules
+	// judge, and Requested the URL requested, each where it differs from
+	// URL, the key the page is stored and indexed under.
+	Found     string `json:"found_as,omitempty"`
+	Requested string `json:"requested_as,omitempty"`
 	// Orphan: no link reaches the URL any more from its source's start
 	// URLs, sitemaps or feeds, as the last cycle that looked found.
 	Orphan bool `json:"orphan,omitempty"`
@@ -248,19 +253,19 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 }
 
 func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusStore, raw string, asJSON bool) int {
-	src, u, d, err := set.RouteRaw(raw, 0)
+	src, u, found, d, err := set.RouteRaw(raw, 0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %s: %v\n", raw, err)
 		return exitUsage
 	}
-	r, found, err := front.Get(u)
+	r, stored, err := front.Get(u)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
 	}
 	var held string
 	if sc := cfg.SourceByName(src.Name); sc != nil {
-		if !found {
+		if !stored {
 			held, err = notStored(front, sc, u)
 		} else if r.State == frontier.Waiting {
 			held, err = heldBack(front, sc, u)
@@ -270,33 +275,39 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusSt
 			return exitFailed
 		}
 	}
-	if !found && held == "" {
+	if !stored && held == "" {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %s is not in the state store (never found by a crawl)\n", u)
 		return exitFailed
 	}
-	if !found {
+	if !stored {
 		r = frontier.Record{Item: frontier.Item{URL: u, Source: src.Name}}
+		r.SetFoundAs(found)
 	}
+	found = r.AsFound()
+	requested := r.URL
 	if s := set.Source(r.Source); s != nil {
 		src = s
-		_, d = s.DecideFound(u, r.Depth)
+		_, d = s.DecideFound(found, r.Depth)
+		requested = s.Request(r.URL, r.FoundAs)
 	}
 	evs, err := front.History(u)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
 		return exitFailed
 	}
-	fetch := u
-	if src != nil {
-		fetch = src.Rewrite(u)
-	}
-	e := withAuth(cfg, set, line(u, fetch, src, d))
+	e := withAuth(cfg, set, line(found, src, d))
 	st := urlStatus{URL: r.URL, Source: r.Source, State: r.State.String(), Reason: r.Reason, Status: r.Status,
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
 		Indexed: r.Indexed, DocID: r.DocID, Pending: r.Pending, Target: r.Target, Lastmod: r.Lastmod, Via: r.Via,
 		Orphan: r.Orphan, Budget: held, Decision: &e, History: historyOf(evs)}
-	if !found {
+	if found != r.URL {
+		st.Found = found
+	}
+	if requested != r.URL {
+		st.Requested = requested
+	}
+	if !stored {
 		st.State, st.Class = "not_stored", ""
 	}
 	if asJSON {
@@ -325,6 +336,12 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 		fmt.Fprintf(w, "  source %s, not in the state store\n", st.Source)
 	} else {
 		fmt.Fprintf(w, "  source %s, %s, depth %d, queue %s\n", st.Source, state, st.Depth, st.Class)
+	}
+	if st.Found != "" {
+		fmt.Fprintf(w, "  found as %s\n", st.Found)
+	}
+	if st.Requested != "" {
+		fmt.Fprintf(w, "  requested as %s\n", st.Requested)
 	}
 	if st.Via != "" {
 		fmt.Fprintf(w, "  found on %s\n", st.Via)

@@ -150,7 +150,7 @@ func (s *Store) known(lines []addLine) (int, error) {
 			}
 			note(frontier.Event{Kind: frontier.EventRequeued, Class: it.Class, Reason: why})
 			r.State, r.Reason, r.Orphan, r.Cycle, r.SeenCycle = frontier.Waiting, "", false, cycle, cycle
-			r.Class, r.Shift = it.Class, it.Shift
+			r.Class, r.Shift, r.FoundAs = it.Class, it.Shift, it.FoundAs
 			again[r.URL] = true
 			return true, nil
 		}

@@ -1110,7 +1110,7 @@ func wholeDoc(d *doc) map[string]any {
 			m[k] = zero
 		}
 	}
-	for k, zero := range map[string]any{"depth": 0, "kind": 0, "via": "", "hops": 0, "has_links": false} {
+	for k, zero := range map[string]any{"depth": 0, "kind": 0, "via": "", "found": "", "hops": 0, "has_links": false} {
 		if _, ok := m[k]; !ok {
 			m[k] = zero
 		}

@@ -317,6 +317,9 @@ type doc struct {
 	// them out and the other writes keep them.
 	Dup   string `json:"dup,omitempty"`
 	Claim int    `json:"claim,omitempty"`
+	// FoundAs is the URL as found where it differs from URL (Item.FoundAs);
+	// records written before it have none, and read as found as keyed.
+	FoundAs string `json:"found,omitempty"`
 }
 
 func nanos(t time.Time) int64 {
@@ -342,7 +345,7 @@ func (s *Store) toDoc(r *frontier.Record, seq int64) doc {
 	host := urlnorm.Origin(r.URL)
 	return doc{URL: r.URL, Host: host, Part: s.partition(host), State: uint8(r.State), Level: level(r.Class, r.Shift),
 		Seq: seq, Source: r.Source, Depth: r.Depth, Class: uint8(r.Class), Shift: r.Shift, Kind: r.Kind,
-		Lastmod: nanos(r.Lastmod), Via: r.Via, Hops: r.Hops, Reason: r.Reason, Status: r.Status,
+		Lastmod: nanos(r.Lastmod), Via: r.Via, FoundAs: r.FoundAs, Hops: r.Hops, Reason: r.Reason, Status: r.Status,
 		ErrCount: r.ErrCount, TempErrCount: r.TempErrCount, FetchedAt: nanos(r.FetchedAt), CheckedAt: nanos(r.CheckedAt),
 		ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash, DocID: r.DocID, Indexed: r.Indexed,
 		Pending: r.Pending, Target: r.Target, Cycle: r.Cycle, SeenCycle: r.SeenCycle, HasLinks: r.HasLinks, Orphan: r.Orphan}
@@ -350,7 +353,7 @@ func (s *Store) toDoc(r *frontier.Record, seq int64) doc {
 
 func (d *doc) record() frontier.Record {
 	return frontier.Record{Item: frontier.Item{URL: d.URL, Source: d.Source, Depth: d.Depth, Class: frontier.Class(d.Class),
-		Shift: d.Shift, Kind: d.Kind, Lastmod: fromNanos(d.Lastmod), Via: d.Via, Hops: d.Hops},
+		Shift: d.Shift, Kind: d.Kind, Lastmod: fromNanos(d.Lastmod), Via: d.Via, Hops: d.Hops, FoundAs: d.FoundAs},
 		State: frontier.State(d.State), Reason: d.Reason, Status: d.Status, ErrCount: d.ErrCount, TempErrCount: d.TempErrCount,
 		FetchedAt: fromNanos(d.FetchedAt), CheckedAt: fromNanos(d.CheckedAt), ETag: d.ETag, LastModified: d.LastModified,
 		Hash: d.Hash, DocID: d.DocID, Indexed: d.Indexed, Pending: d.Pending, Target: d.Target, Cycle: d.Cycle,

@@ -135,6 +135,7 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 		return nil, err
 	}
 	var rt http.RoundTripper = &decodingTransport{base: tr, limit: cfg.Fetch.MaxBodyBytes, docLimit: cfg.Fetch.MaxDocumentBytes, sniff: opts.Sniff}
+	rt = locationTransport{base: rt}
 	if sc.Auth != nil {
 		if sc.Auth.Method == config.AuthNTLM {
 			noHTTP2(tr)

@@ -114,7 +114,8 @@ func (s *Source) pageRequests(page string) *pageRequests {
 
 func (pr *pageRequests) do(ctx context.Context, req *http.Request) (*http.Response, error) {
 	s := pr.s
-	u, err := urlnorm.Normalize(req.URL.String())
+	// Judged as the browser asks for it, like any URL as found.
+	u, err := urlnorm.Found(req.URL.String())
 	if err != nil {
 		return nil, &RefusedError{Reason: string(rules.ReasonInvalid), Rule: err.Error()}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/internal/redact"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // newTransport builds the HTTP transport of one source. The address check
@@ -121,4 +122,27 @@ func (e *AddressError) Error() string {
 		return fmt.Sprintf("address %s refused (%s, %s)", e.IP, e.Reason, e.Rule)
 	}
 	return fmt.Sprintf("address %s refused (%s)", e.IP, e.Reason)
+}
+
+// locationTransport resolves a redirect's Location as browsers do (the
+// URL Standard, relative to the URL requested: urlnorm.Resolve) and hands
+// it on absolute. net/http's client parses a Location with net/url before
+// any redirect policy sees it, and fails the request on what browsers
+// read every day (a backslash, a tab, "http:page.html", a colon in a
+// relative path); resolved, such a Location reaches the crawler, whose
+// redirect, robots.txt and sitemap handling go on from it. A Location the
+// standard refuses too is left as it came, to fail as malformed.
+type locationTransport struct{ base http.RoundTripper }
+
+func (t locationTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := t.base.RoundTrip(req)
+	if err != nil || res.StatusCode < 300 || res.StatusCode >= 400 {
+		return res, err
+	}
+	if loc := res.Header.Get("Location"); loc != "" {
+		if abs, err := urlnorm.Resolve(req.URL.String(), loc); err == nil {
+			res.Header.Set("Location", abs)
+		}
+	}
+	return res, nil
 }
