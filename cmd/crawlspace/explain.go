@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
@@ -49,6 +51,11 @@ type explanation struct {
 	// browser before it is read ("wait network_idle, timeout 20s", then
 	// the config entry that decided); "" when it is read as fetched.
 	Render string `json:"render,omitempty"`
+	// Delay is the pause the crawler keeps between two requests to a
+	// crawled URL's host, and why: politeness.delay, or the host's
+	// robots.txt Crawl-delay (read live) and whether
+	// politeness.max_crawl_delay cut it; "" when it keeps none.
+	Delay string `json:"delay,omitempty"`
 }
 
 // withRender fills in whether and how a crawled URL's page is rendered.
@@ -119,7 +126,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 
-	ex := &explainer{cfg: cfg, offline: *offline, stderr: stderr, told: map[string]bool{}}
+	ex := &explainer{cfg: cfg, set: set, offline: *offline, stderr: stderr, told: map[string]bool{}}
 	if !*offline {
 		// robots.txt is read as the crawl reads it: with the source's
 		// credentials, proxy, CA and address rules.
@@ -160,14 +167,14 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER")
+	fmt.Fprintln(tw, "URL\tFETCH\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER\tDELAY")
 	for _, l := range lines {
 		fetch := l.Fetch
 		if fetch == l.URL {
 			fetch = "="
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
-			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth), dash(l.Render))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
+			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth), dash(l.Render), dash(l.Delay))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFailed
@@ -185,6 +192,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 // (or none, offline).
 type explainer struct {
 	cfg     *config.Config
+	set     *rules.Set
 	offline bool
 	robots  *robots.Cache
 	stderr  io.Writer
@@ -224,21 +232,41 @@ func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation 
 		return line(found, fetch, src, refused)
 	}
 	if ex.offline {
-		return line(found, fetch, src, d)
+		return ex.withDelay(line(found, fetch, src, d), u, 0)
 	}
+	var crawlDelay time.Duration
 	if ex.robots != nil && *ex.cfg.Sources[sourceIndex(ex.cfg, src.Name)].Robots.Obey {
 		pu, perr := url.Parse(u)
 		if perr == nil {
-			allowed, rule, rerr := ex.robots.Allowed(ctx, pu)
+			r, rerr := ex.robots.Get(ctx, pu)
+			allowed, rule := false, ""
+			if r != nil {
+				allowed, rule = r.Test(ex.cfg.UserAgent, pu.RequestURI())
+			}
 			switch {
 			case rerr != nil && !errors.Is(rerr, robots.ErrUnavailable):
 				fmt.Fprintf(ex.stderr, "crawlspace explain: robots.txt for %s: %v\n", u, rerr)
 			case !allowed:
 				d = rules.Decision{Source: d.Source, Reason: rules.ReasonRobots, Rule: robotsRule(pu, rule, rerr)}
+			case rerr == nil:
+				crawlDelay = r.CrawlDelay(robots.ProductToken(ex.cfg.UserAgent))
 			}
 		}
 	}
-	return line(found, fetch, src, d)
+	return ex.withDelay(line(found, fetch, src, d), u, crawlDelay)
+}
+
+// withDelay says what pause the crawler keeps between two requests to a
+// crawled URL's host, as the crawl does (provider.PolitenessDelay), with
+// its host's robots.txt Crawl-delay when one was read.
+func (ex *explainer) withDelay(e explanation, u string, crawlDelay time.Duration) explanation {
+	if !e.Crawl {
+		return e
+	}
+	if d := provider.PolitenessDelay(ex.cfg, ex.set, urlnorm.Origin(u), crawlDelay); d.Delay > 0 {
+		e.Delay = d.String()
+	}
+	return e
 }
 
 // address applies the source's address rules and allow_private_networks
