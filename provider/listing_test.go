@@ -85,12 +85,16 @@ func TestSitemapsAndFeedsOnHostsTheCrawlSpaceRefusesAreNeverRequested(t *testing
 }
 
 // fanOutFiles is how many child sitemap indexes each file of the fan-out
-// lists, and defaultMaxFiles the sitemap files a source reads in a cycle
-// by default (sitemap_limits.max_files).
+// lists, fanOutPad what lengthens each child's URL (the memory a child
+// held costs grows with it, as a real site's longer URLs would), and
+// fanOutMaxFiles the test's sitemap_limits.max_files: small, as the files
+// read are what the test spends its time on.
 const (
-	fanOutFiles     = 5000
-	defaultMaxFiles = 100
+	fanOutFiles    = 5000
+	fanOutMaxFiles = 10
 )
+
+var fanOutPad = strings.Repeat("p", 150)
 
 // A sitemap index whose every file lists thousands of fresh child indexes
 // is read up to sitemap_limits.max_files in the cycle, says so in the
@@ -111,7 +115,7 @@ func TestASitemapIndexFanningOutIsReadToMaxFilesInBoundedMemoryWhileTheStartPage
 	base := liveHeap()
 	site.handle("/fan/", func(w http.ResponseWriter, r *http.Request) {
 		n := files.Add(1)
-		if n == defaultMaxFiles {
+		if n == fanOutMaxFiles {
 			// The last file the default limit lets the crawler read: what
 			// the earlier ones left queued is all in memory now.
 			h := int64(liveHeap()) - int64(base)
@@ -119,7 +123,7 @@ func TestASitemapIndexFanningOutIsReadToMaxFilesInBoundedMemoryWhileTheStartPage
 			grew = h
 			mu.Unlock()
 		}
-		if n > 3*defaultMaxFiles {
+		if n > 3*fanOutMaxFiles {
 			cancel() // unbounded: stop the crawl rather than the machine
 		}
 		mu.Lock()
@@ -129,27 +133,30 @@ func TestASitemapIndexFanningOutIsReadToMaxFilesInBoundedMemoryWhileTheStartPage
 		var b strings.Builder
 		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
 		for k := range int64(fanOutFiles) {
-			fmt.Fprintf(&b, "<sitemap><loc>%s/fan/%d.xml</loc></sitemap>", site.URL, first+k+1)
+			fmt.Fprintf(&b, "<sitemap><loc>%s/fan/%d.xml?%s</loc></sitemap>", site.URL, first+k+1, fanOutPad)
 		}
 		b.WriteString("</sitemapindex>")
 		w.Header().Set("Content-Type", "application/xml")
 		fmt.Fprint(w, b.String())
 	})
 	site.html("/", "home", "")
-	cfg, _ := testConfig(t, "", fmt.Sprintf("sitemaps: [%q]", site.URL+"/fan/0.xml"), site.URL+"/")
+	cfg, _ := testConfig(t, "", fmt.Sprintf("sitemaps: [%q]\nsitemap_limits: {max_files: %d}", site.URL+"/fan/0.xml", fanOutMaxFiles), site.URL+"/")
 	c := crawltest.NewLogged(t, cfg, slog.New(slog.DiscardHandler))
 
 	report, err := c.Crawl(ctx)
 
 	if ctx.Err() != nil {
-		t.Fatalf("the crawl was stopped after %d sitemap files, past max_files %d: the fan-out is read without bound (start page requested %d times)",
-			files.Load(), defaultMaxFiles, site.hit("/"))
+		mu.Lock()
+		heap := grew
+		mu.Unlock()
+		t.Fatalf("the crawl was stopped after %d sitemap files, past max_files %d: the fan-out is read without bound (start page requested %d times; the live heap grew by %d KiB by the %dth file)",
+			files.Load(), fanOutMaxFiles, site.hit("/"), heap>>10, fanOutMaxFiles)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := files.Load(); n != defaultMaxFiles {
-		t.Errorf("%d sitemap files requested, want max_files (%d)", n, defaultMaxFiles)
+	if n := files.Load(); n != fanOutMaxFiles {
+		t.Errorf("%d sitemap files requested, want max_files (%d)", n, fanOutMaxFiles)
 	}
 	if got := report.Total.Reasons["sitemap_max_files"]; got == 0 {
 		t.Errorf("the report counts no file under sitemap_max_files: %v", report.Total.Reasons)
@@ -165,12 +172,12 @@ func TestASitemapIndexFanningOutIsReadToMaxFilesInBoundedMemoryWhileTheStartPage
 		t.Errorf("the start page was requested at %v, after the last sitemap file (%v): the sitemaps kept it waiting",
 			home[0].Format(time.StampMicro), last.Format(time.StampMicro))
 	}
-	// What the 99 files read before list is 495,000 child URLs, some 40 MB
-	// if kept; a bounded queue holds at most max_files of them.
-	if heap > 16<<20 {
-		t.Errorf("the live heap grew by %d KiB by the %dth sitemap file: the children listed are held without bound", heap>>10, defaultMaxFiles)
+	// What the 9 files read before list is 45,000 child URLs of some 200
+	// bytes, 12 MB if kept; a bounded queue holds at most max_files of them.
+	if heap > 6<<20 {
+		t.Errorf("the live heap grew by %d KiB by the %dth sitemap file: the children listed are held without bound", heap>>10, fanOutMaxFiles)
 	}
-	t.Logf("live heap grew by %d KiB by the %dth sitemap file", heap>>10, defaultMaxFiles)
+	t.Logf("live heap grew by %d KiB by the %dth sitemap file", heap>>10, fanOutMaxFiles)
 }
 
 // Sitemap requests are loads from the host like pages: robots.txt, the
