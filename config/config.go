@@ -312,6 +312,10 @@ type Sitemaps struct {
 	MaxBytes int64 `yaml:"max_bytes"`
 	MaxURLs  int   `yaml:"max_urls"`
 	MaxDepth int   `yaml:"max_depth"`
+	// MaxFiles bounds the sitemap and feed files a source reads in one
+	// cycle, child files of an index included: the count of the requests
+	// and of the files waiting to be read.
+	MaxFiles int `yaml:"max_files"`
 }
 
 // Budget bounds one source. The URL limits are totals, kept across cycles:
@@ -408,6 +412,9 @@ type Politeness struct {
 	Delay              Duration `yaml:"delay"`
 	MaxParallelPerHost int      `yaml:"max_parallel_per_host"`
 	ObeyCrawlDelay     *bool    `yaml:"obey_crawl_delay"`
+	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured; a
+	// longer one is cut to it, and said so.
+	MaxCrawlDelay Duration `yaml:"max_crawl_delay"`
 }
 
 // Extraction controls how a page becomes a document.

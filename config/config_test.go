@@ -45,7 +45,7 @@ func TestDefaultsAreAppliedToWhatTheFileLeavesOut(t *testing.T) {
 
 	check("discovery", *s.Discovery, true)
 	check("use_sitemaps", *s.UseSitemaps, true)
-	check("sitemap_limits", s.SitemapLimits, Sitemaps{MaxBytes: 10 << 20, MaxURLs: 50000, MaxDepth: 5})
+	check("sitemap_limits", s.SitemapLimits, Sitemaps{MaxBytes: 10 << 20, MaxURLs: 50000, MaxDepth: 5, MaxFiles: 100})
 	check("discovery_interval", s.DiscoveryInterval.D(), time.Hour)
 	check("max_age", s.MaxAge.D(), 48*time.Hour)
 	check("stay_on_start_hosts", *s.StayOnStartHosts, true)
@@ -62,6 +62,7 @@ func TestDefaultsAreAppliedToWhatTheFileLeavesOut(t *testing.T) {
 	check("politeness.delay", s.Politeness.Delay, Duration(0))
 	check("politeness.max_parallel_per_host", s.Politeness.MaxParallelPerHost, 2)
 	check("politeness.obey_crawl_delay", *s.Politeness.ObeyCrawlDelay, true)
+	check("politeness.max_crawl_delay", s.Politeness.MaxCrawlDelay, Duration(5*time.Minute))
 	check("extraction", s.Extraction, Extraction{RemoveElements: []string{"header", "footer"},
 		RemoveClasses: []string{"noindex"}, TitleOrder: []string{"title", "meta", "h1", "url"}, MaxBodyBytes: 1 << 20})
 	check("orphans", s.Orphans, "keep")

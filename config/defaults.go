@@ -52,7 +52,8 @@ import (
 //	extra_fields.X (no type)                keyword
 //	sources[].discovery                     true
 //	sources[].use_sitemaps                  true
-//	sources[].sitemap_limits                max_bytes 10485760 (10 MiB), max_urls 50000, max_depth 5
+//	sources[].sitemap_limits                max_bytes 10485760 (10 MiB), max_urls 50000, max_depth 5,
+//	                                        max_files 100
 //	sources[].discovery_interval            1h
 //	sources[].max_age                       48h
 //	sources[].stay_on_start_hosts           true
@@ -66,7 +67,8 @@ import (
 //	sources[].mime_types                    BuiltinTypes (HTML, PDF, Office, OpenDocument, RTF,
 //	                                        plain text), then documents.tika.types
 //	sources[].robots.obey                   true
-//	sources[].politeness                    delay 0s, max_parallel_per_host 2, obey_crawl_delay true
+//	sources[].politeness                    delay 0s, max_parallel_per_host 2, obey_crawl_delay true,
+//	                                        max_crawl_delay 5m
 //	sources[].extraction.remove_elements    [header, footer]
 //	sources[].extraction.remove_classes     [noindex]
 //	sources[].extraction.title_order        [title, meta, h1, url]
@@ -277,6 +279,7 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 	defaultAt(written, at("sitemap_limits.max_bytes"), &s.SitemapLimits.MaxBytes, 10<<20)
 	defaultAt(written, at("sitemap_limits.max_urls"), &s.SitemapLimits.MaxURLs, 50_000)
 	defaultAt(written, at("sitemap_limits.max_depth"), &s.SitemapLimits.MaxDepth, 5)
+	defaultAt(written, at("sitemap_limits.max_files"), &s.SitemapLimits.MaxFiles, 100)
 	defaultAt(written, at("discovery_interval"), &s.DiscoveryInterval, Duration(time.Hour))
 	defaultAt(written, at("max_age"), &s.MaxAge, Duration(48*time.Hour))
 	defaultBool(&s.StayOnStartHosts, true)
@@ -295,6 +298,7 @@ func (s *Source) setDefaults(p string, written func(string) bool, dir string) {
 	defaultBool(&s.Robots.Obey, true)
 	defaultAt(written, at("politeness.max_parallel_per_host"), &s.Politeness.MaxParallelPerHost, 2)
 	defaultBool(&s.Politeness.ObeyCrawlDelay, true)
+	defaultAt(written, at("politeness.max_crawl_delay"), &s.Politeness.MaxCrawlDelay, Duration(5*time.Minute))
 
 	e := &s.Extraction
 	defaultList(&e.RemoveElements, "header", "footer")

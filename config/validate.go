@@ -587,6 +587,8 @@ func (k *checker) source(i int) {
 	k.size(at("sitemap_limits.max_bytes"), s.SitemapLimits.MaxBytes, 1, 256<<20)
 	k.between(at("sitemap_limits.max_urls"), int64(s.SitemapLimits.MaxURLs), 1, 1_000_000)
 	k.between(at("sitemap_limits.max_depth"), int64(s.SitemapLimits.MaxDepth), 0, 20)
+	// Each file read is a request; what waits to be read is held in memory.
+	k.between(at("sitemap_limits.max_files"), int64(s.SitemapLimits.MaxFiles), 1, 100_000)
 
 	// 0 is no limit; a link or path deeper than 1000 is a trap, not a site.
 	k.between(at("max_link_depth"), int64(s.MaxLinkDepth), 0, 1000)
@@ -624,6 +626,8 @@ func (k *checker) source(i int) {
 
 	k.span(at("politeness.delay"), s.Politeness.Delay, 0, Duration(time.Hour))
 	k.between(at("politeness.max_parallel_per_host"), int64(s.Politeness.MaxParallelPerHost), 1, 64)
+	// robots.txt parsing cuts a Crawl-delay at a day already.
+	k.span(at("politeness.max_crawl_delay"), s.Politeness.MaxCrawlDelay, 0, Duration(24*time.Hour))
 
 	e := &s.Extraction
 	for j, el := range e.RemoveElements {

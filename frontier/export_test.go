@@ -29,6 +29,14 @@ func (f *Frontier) TryNext() (*lease, time.Duration, error) {
 	}
 }
 
+// TryRequest is Request without waiting: done, or nil and how long until
+// the host's delay is over (-1 when its slots are all taken).
+func (f *Frontier) TryRequest(hostKey string) (func(), time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tryRequestLocked(hostKey)
+}
+
 // Complete records the outcome as CompleteAsync does, but returns once it
 // is stored, and frees the host's slot only then.
 func (l *lease) Complete(o Outcome) error {

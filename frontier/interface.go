@@ -34,6 +34,14 @@ type Scheduler interface {
 	Exclude(reason string, items ...Item) (int, error)
 	// Backoff keeps a host from a new lease before until.
 	Backoff(hostKey string, until time.Time)
+	// Request waits until the host's politeness lets one more request
+	// start, one that is no queued URL's (a sitemap or a feed), and takes
+	// one of the host's slots for it, as a lease does. done frees the slot
+	// and starts the host's delay, as completing a lease does. It returns
+	// ctx's error when ctx ends first, and ErrClosed once the store is
+	// closed. Next does not wait for such requests: its ErrDone says only
+	// that no URL is waiting or leased.
+	Request(ctx context.Context, hostKey string) (done func(), err error)
 	// Stats are the scheduler's figures, cheap enough for every scrape.
 	Stats() Stats
 }

@@ -247,6 +247,98 @@ func (f *Frontier) Backoff(hostKey string, until time.Time) {
 	f.signal()
 }
 
+// Request waits for a slot of hostKey that its politeness lets start now,
+// for a request that is no queued URL's, and takes it: done frees it and
+// starts the host's delay, as a lease's completion does. Leases and such
+// requests take turns by whoever asks first once the host is ready.
+func (f *Frontier) Request(ctx context.Context, hostKey string) (done func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // a slot free at once is not taken for a request no one waits for
+	}
+	var w waiter
+	defer w.stop()
+	for {
+		f.mu.Lock()
+		done, wait, err := f.tryRequestLocked(hostKey)
+		woken := f.wake
+		if done == nil && err == nil {
+			f.waiting = true
+		}
+		f.mu.Unlock()
+		if done != nil || err != nil {
+			return done, err
+		}
+		// A broken store is Next's to report: the slot it gives is only
+		// an answer's wait.
+		if err := f.sleep(ctx, &w, woken, wait, nil); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waiter is the timer a goroutine waiting in the scheduler reuses.
+type waiter struct{ t *time.Timer }
+
+// after is a channel that receives once wait has passed; nil, which never
+// receives, for a negative wait.
+func (w *waiter) after(wait time.Duration) <-chan time.Time {
+	if wait < 0 {
+		return nil
+	}
+	if w.t == nil {
+		w.t = time.NewTimer(wait)
+	} else {
+		w.t.Reset(wait)
+	}
+	return w.t.C
+}
+
+func (w *waiter) stop() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+// tryRequestLocked takes a slot of hostKey for Request when one is free
+// and the host's delay is over; else it says how long until the delay is
+// over, or -1 when only a slot's end can help.
+func (f *Frontier) tryRequestLocked(hostKey string) (done func(), wait time.Duration, err error) {
+	if f.shut.Load() {
+		return nil, 0, ErrClosed
+	}
+	now := f.now()
+	h := f.hosts[hostKey]
+	if h == nil {
+		h = f.newHost(hostKey)
+	}
+	if h.inflight >= h.pol.MaxParallel {
+		return nil, -1, nil
+	}
+	if h.readyAt.After(now) {
+		return nil, h.readyAt.Sub(now), nil
+	}
+	h.inflight++
+	f.place(h, now)
+	return func() { f.endRequest(h) }, 0, nil
+}
+
+// endRequest frees the slot a Request took and starts the host's delay.
+// The host stays in f.hosts while the slot is taken (place keeps a host
+// with one in flight), so h is the host's current entry.
+func (f *Frontier) endRequest(h *host) {
+	pol := f.policyFor(h.key)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	h.inflight--
+	h.pol = pol
+	if t := now.Add(pol.Delay); t.After(h.readyAt) {
+		h.readyAt = t
+	}
+	f.place(h, now)
+	f.signal()
+}
+
 // Stats are the scheduler's in-memory figures, cheap enough for metrics.
 type Stats struct {
 	Hosts    int // hosts with work, leases or a pending delay
@@ -324,12 +416,8 @@ var errLeaseDone = errors.New("frontier: lease already completed or released")
 // *StoreError once the store is broken: what cannot be recorded is not
 // fetched.
 func (f *Frontier) Next(ctx context.Context) (Lease, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var w waiter
+	defer w.stop()
 	for {
 		// An ended ctx wins over ready work: a worker that releases its
 		// lease on cancellation would otherwise be handed it straight back.
@@ -354,25 +442,25 @@ func (f *Frontier) Next(ctx context.Context) (Lease, error) {
 		if more {
 			continue
 		}
-		var tick <-chan time.Time
-		if wait >= 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			tick = timer.C
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-woken:
-		case <-tick:
-		case <-f.quit:
-			return nil, ErrClosed
-		case <-f.brokenCh:
+		if err := f.sleep(ctx, &w, woken, wait, f.brokenCh); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// sleep waits for a signal (woken), wait (none when negative), broken to
+// close, ctx's end or the store's close; only the last two are errors.
+func (f *Frontier) sleep(ctx context.Context, w *waiter, woken <-chan struct{}, wait time.Duration, broken <-chan struct{}) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-woken:
+	case <-w.after(wait):
+	case <-f.quit:
+		return ErrClosed
+	case <-broken:
+	}
+	return nil
 }
 
 // tryNextLocked returns a lease, or how long to wait, or more: it passed

@@ -130,7 +130,11 @@ func TestEveryMethodsCredentialsGoToItsHostsOnlyNotAfterARedirectEither(t *testi
 			other.text("/sitemap.xml", "application/xml", fmt.Sprintf(
 				`<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%s/listed.html</loc></url></urlset>`, other.URL))
 			other.html("/listed.html", "listed", "")
-			cfg, out := testConfig(t, "", fmt.Sprintf("stay_on_start_hosts: false\nsitemaps: [%q]\n%s", site.URL+"/sitemap.xml", tc.auth), site.URL+"/")
+			// One request at a time: the sitemap is read while the start
+			// page is fetched, and two first requests would each be
+			// challenged before either could learn the challenge.
+			cfg, out := testConfig(t, "", fmt.Sprintf("stay_on_start_hosts: false\npoliteness: {max_parallel_per_host: 1}\nsitemaps: [%q]\n%s",
+				site.URL+"/sitemap.xml", tc.auth), site.URL+"/")
 
 			_, report := crawlKeep(t, cfg)
 

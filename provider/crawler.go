@@ -72,8 +72,13 @@ type Crawler struct {
 	agent     string // robots.txt product token
 
 	// delays holds robots.txt Crawl-delays learned per host key, read by
-	// the frontier's politeness policy.
-	delays sync.Map
+	// the frontier's politeness policy; delayNoted those said in this
+	// cycle, and delayLists, under delayMu, the account of them in the
+	// state store, by source (crawldelay.go).
+	delays     sync.Map
+	delayNoted sync.Map
+	delayMu    sync.Mutex
+	delayLists map[string][]CrawlDelay
 	// robotsRead holds, per host key, when a robots.txt request to the
 	// host ended, until the host's delay after it has been scheduled
 	// (robotsPause): robots.txt is a load from the host like any page.
@@ -152,7 +157,8 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		log = slog.Default()
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
-		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming}
+		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
+		delayLists: map[string][]CrawlDelay{}}
 	c.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
@@ -245,8 +251,8 @@ func (c *Crawler) Frontier() *frontier.Frontier { return c.bolt }
 func (c *Crawler) reportNow() *Report { return c.report.Load() }
 
 // policy is the frontier's politeness for a host: the source's limits, and
-// the larger of its delay and the host's robots.txt Crawl-delay, which also
-// allows one request at a time.
+// the larger of its delay and the host's robots.txt Crawl-delay, cut to
+// max_crawl_delay (HostDelay), which also allows one request at a time.
 func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 	src := c.sourceForHost(hostKey)
 	p := src.cfg.Politeness
@@ -255,7 +261,7 @@ func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
 		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > 0 {
 			// Crawl-delay asks for one request per delay: with two slots
 			// the second request would start while the first still runs.
-			hp.Delay = max(hp.Delay, d.(time.Duration))
+			hp.Delay = HostDelay(p, hostKey, src.cfg.Name, d.(time.Duration)).Delay
 			hp.MaxParallel = 1
 		}
 	}
@@ -361,6 +367,9 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.checkpoint(); err != nil {
 		return err
 	}
+	if err := c.forgetCrawlDelays(); err != nil {
+		return err
+	}
 	for _, src := range c.order {
 		// A source that could not sign in last cycle tries once more.
 		src.fetch.ResetAuth()
@@ -379,13 +388,20 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 		if err := c.queueStart(src); err != nil {
 			return err
 		}
-		c.discoverListed(ctx, src)
-		stamp, _ := now.MarshalText()
-		if err := c.front.PutMeta(metaDiscovered+src.cfg.Name, stamp); err != nil {
-			return err
-		}
 	}
-	if err := c.work(ctx); err != nil {
+	// The start URLs are fetched while the sitemaps and feeds are read:
+	// however many files those are, they keep no start URL waiting.
+	list := func(ctx context.Context, queued func()) error {
+		for _, src := range discover {
+			c.discoverListed(ctx, src, queued)
+			stamp, _ := now.MarshalText()
+			if err := c.front.PutMeta(metaDiscovered+src.cfg.Name, stamp); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := c.work(ctx, list); err != nil {
 		return err
 	}
 	if err := c.orphans(ctx, discover); err != nil {
@@ -625,13 +641,12 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 		if err != nil {
 			continue
 		}
-		if r, _ := c.robots.Get(ctx, hu); r != nil {
-			if d := r.CrawlDelay(c.agent); d > 0 {
-				c.delays.Store(host, d)
-			}
-			if share {
-				c.shareSitemaps(host, r.Sitemaps())
-			}
+		r, err := c.robots.Get(ctx, hu)
+		if err == nil {
+			c.learnCrawlDelay(src.cfg, host, r)
+		}
+		if r != nil && share {
+			c.shareSitemaps(host, r.Sitemaps())
 		}
 		c.robotsPause(host)
 	}
@@ -763,18 +778,40 @@ func (c *Crawler) queueStart(src *source) error {
 	return err
 }
 
-// work runs the worker pool until the cycle is done or ctx ends.
-func (c *Crawler) work(ctx context.Context) error {
+// work runs the worker pool until the cycle is done or ctx ends, with list
+// reading the sitemaps and feeds beside it: the cycle is done only when
+// list has returned and nothing is waiting or in flight. list calls queued
+// after it queued URLs, so that workers idle for want of URLs look again.
+func (c *Crawler) work(ctx context.Context, list func(ctx context.Context, queued func()) error) error {
 	workers := max(c.cfg.Fetch.Concurrency, 1)
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, workers)
+	errs := make(chan error, workers+1)
+	more := newListingState()
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := list(ctx, more.poke)
+		more.end()
+		if err != nil {
+			errs <- err
+			cancel()
+		}
+	})
 	for range workers {
 		wg.Go(func() {
 			for {
+				wake := more.wait()
 				lease, err := c.front.Next(ctx)
+				if errors.Is(err, frontier.ErrDone) && wake != nil {
+					// Nothing is waiting, but the sitemaps may list more.
+					select {
+					case <-wake:
+						continue
+					case <-ctx.Done():
+						return
+					}
+				}
 				if err != nil {
 					if !errors.Is(err, frontier.ErrDone) {
 						errs <- err
@@ -808,6 +845,48 @@ func (c *Crawler) work(ctx context.Context) error {
 		}
 	}
 	return parent.Err()
+}
+
+// listNothing is work's list when no sitemap is to be read.
+func listNothing(context.Context, func()) error { return nil }
+
+// listingState tells the workers idle for want of URLs when the sitemaps
+// being read queued more, or are all read.
+type listingState struct {
+	mu    sync.Mutex
+	ch    chan struct{} // closed by the next poke or end
+	ended bool
+}
+
+func newListingState() *listingState { return &listingState{ch: make(chan struct{})} }
+
+// wait is a channel closed when URLs are queued or the reading ends; nil
+// once it has ended. Taken before Next, it misses nothing queued after.
+func (s *listingState) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return nil
+	}
+	return s.ch
+}
+
+func (s *listingState) poke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		close(s.ch)
+		s.ch = make(chan struct{})
+	}
+}
+
+func (s *listingState) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.ended = true
+		close(s.ch)
+	}
 }
 
 // fetchRobots fetches robots.txt through the fetch layer of the source

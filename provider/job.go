@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/document"
 	"github.com/crawlspace/crawlspace/frontier"
@@ -292,17 +291,6 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		return end{kind: released}, false
 	}
 	return end{}, true
-}
-
-// learnCrawlDelay keeps the Crawl-delay of the host's robots.txt r, for
-// the host's politeness (policy), when sc obeys it.
-func (c *Crawler) learnCrawlDelay(sc *config.Source, hostKey string, r *robots.Rules) {
-	if !*sc.Politeness.ObeyCrawlDelay {
-		return
-	}
-	if d := r.CrawlDelay(c.agent); d > 0 {
-		c.delays.Store(hostKey, d)
-	}
 }
 
 // failure is how a fetch that got no status ends: a network error,

@@ -210,7 +210,7 @@ func (c *Crawler) orphans(ctx context.Context, discover []*source) error {
 		}
 	}
 	if queued {
-		if err := c.work(ctx); err != nil {
+		if err := c.work(ctx, listNothing); err != nil {
 			return err
 		}
 	}

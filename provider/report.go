@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type Report struct {
 	// Examples holds up to a few URLs per reason.
 	Examples []Example `json:"examples"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// CrawlDelays are the hosts whose robots.txt asked for a Crawl-delay
+	// in the cycle, by host: what was asked and the pause kept.
+	CrawlDelays []CrawlDelay `json:"crawl_delays,omitempty"`
 	// Outcome is how the cycle ended: completed, interrupted (a signal;
 	// it resumes on the next start) or failed, with Error saying why.
 	Outcome string `json:"outcome"`
@@ -150,6 +154,19 @@ func (r *Report) firstOver(source, limit string) bool {
 	}
 	r.over[k] = true
 	return true
+}
+
+// crawlDelay records what a host's Crawl-delay made of its politeness,
+// replacing what the cycle recorded for the host before.
+func (r *Report) crawlDelay(d CrawlDelay) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, found := slices.BinarySearchFunc(r.CrawlDelays, d.Host, func(x CrawlDelay, host string) int { return strings.Compare(x.Host, host) })
+	if found {
+		r.CrawlDelays[i] = d
+		return
+	}
+	r.CrawlDelays = slices.Insert(r.CrawlDelays, i, d)
 }
 
 func (r *Report) Warn(msg string) {
@@ -247,7 +264,7 @@ func (r *Report) Clone() *Report {
 	defer r.mu.Unlock()
 	out := &Report{Started: r.Started, Finished: r.Finished, Seconds: r.Seconds, Sink: r.Sink, Outcome: r.Outcome, Error: r.Error,
 		Total: r.Total.clone(), Sources: make(map[string]*Counts, len(r.Sources)),
-		Examples: slices.Clone(r.Examples), Warnings: slices.Clone(r.Warnings)}
+		Examples: slices.Clone(r.Examples), Warnings: slices.Clone(r.Warnings), CrawlDelays: slices.Clone(r.CrawlDelays)}
 	for n, c := range r.Sources {
 		cc := c.clone()
 		out.Sources[n] = &cc
@@ -338,6 +355,9 @@ func (r *Report) Summary(w io.Writer) {
 		line(n, r.Sources[n])
 	}
 	line("total", &r.Total)
+	for _, d := range r.CrawlDelays {
+		fmt.Fprintf(w, "  crawl-delay: %s keeps %s\n", d.Host, d)
+	}
 	for _, wmsg := range r.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", wmsg)
 	}

@@ -50,6 +50,11 @@ func (s *countingStore) Backoff(hostKey string, until time.Time) {
 	s.store.Backoff(hostKey, until)
 }
 
+func (s *countingStore) Request(ctx context.Context, hostKey string) (func(), error) {
+	s.count("Request")
+	return s.store.Request(ctx, hostKey)
+}
+
 func (s *countingStore) Stats() frontier.Stats { s.count("Stats"); return s.store.Stats() }
 
 func (s *countingStore) Pending() ([]frontier.Record, error) {

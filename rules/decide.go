@@ -9,10 +9,28 @@ import (
 )
 
 // Decide returns the decision for u, a URL normalised with the source's
-// Normalizer, found depth links away from a start URL (0 for start URLs,
-// sitemaps and feeds). The checks run in the order of the package comment;
-// the first that refuses decides.
+// Normalizer, found depth links away from a start URL (0 for start URLs
+// and the URLs sitemaps and feeds list). The checks run in the order of
+// the package comment; the first that refuses decides.
 func (s *Source) Decide(u string, depth int) Decision {
+	return s.decide(u, depth, true)
+}
+
+// DecideListing judges the URL of a sitemap or feed file, or of a hop of
+// its redirects, as named: a request the crawler would make, so every
+// check of where requests may go applies (scheme, length, login and logout
+// pages, hosts, addresses, domain and prefix rules, exclude patterns, the
+// reject list, crawl rules that ignore), and none of those that choose
+// which pages the index holds: the query string and path and link depth
+// limits, ignored extensions (sitemap.xml, feed.rss), the start directory
+// and include patterns. Only Crawl and the refusal's reason and rule mean
+// anything in the decision.
+func (s *Source) DecideListing(u string) Decision {
+	return s.decide(u, 0, false)
+}
+
+// decide is Decide, or with page false DecideListing.
+func (s *Source) decide(u string, depth int, page bool) Decision {
 	p, ok := urlnorm.Split(u)
 	if !ok {
 		return s.refuse(ReasonInvalid, "")
@@ -23,17 +41,10 @@ func (s *Source) Decide(u string, depth int) Decision {
 	if s.maxURLLen > 0 && len(u) > s.maxURLLen {
 		return s.refuse(ReasonURLTooLong, s.maxURLLenRef)
 	}
-	if !s.followQuery && p.Query != "" {
-		return s.refuse(ReasonQueryString, s.followQueryRef)
-	}
-	if s.maxPathDepth > 0 && strings.Count(p.Path, "/") > s.maxPathDepth {
-		return s.refuse(ReasonMaxPathDepth, s.maxPathRef)
-	}
-	if s.maxLinkDepth > 0 && depth > s.maxLinkDepth {
-		return s.refuse(ReasonMaxLinkDepth, s.maxLinkRef)
-	}
-	if ref, ok := s.ignoredExtension(p.Path); ok {
-		return s.refuse(ReasonIgnoredExtension, ref)
+	if page {
+		if d, refused := s.decidePage(depth, p); refused {
+			return d
+		}
 	}
 	if s.loginOrigin != "" && p.Origin == s.loginOrigin && strings.TrimSuffix(p.Path, "/") == s.loginPath {
 		return s.refuse(ReasonLoginPage, s.loginRef)
@@ -44,7 +55,7 @@ func (s *Source) Decide(u string, depth int) Decision {
 	if s.stayOnHosts && !s.origins[p.Origin] {
 		return s.refuse(ReasonOffsite, s.stayHostRef)
 	}
-	if s.stayInDir {
+	if page && s.stayInDir {
 		var stack [8]int32
 		if len(s.dirs.collect(u, stack[:0])) == 0 {
 			return s.refuse(ReasonOutsideStartDir, s.stayDirRef)
@@ -64,7 +75,7 @@ func (s *Source) Decide(u string, depth int) Decision {
 
 	var scan scanResult
 	s.pats.scan(u, &scan)
-	if s.hasInclude {
+	if page && s.hasInclude {
 		i := s.pats.first(gInclude, u, &scan)
 		if i == noMatch {
 			return s.refuse(ReasonNotIncluded, s.includeRef)
@@ -179,6 +190,24 @@ func (s *Source) crawlRule(u string, p urlnorm.Parts) *crawlRule {
 		}
 	}
 	return nil
+}
+
+// decidePage runs the checks of Decide, in their order, that only pages
+// answer to: a URL's query, its path and link depth and its extension.
+func (s *Source) decidePage(depth int, p urlnorm.Parts) (Decision, bool) {
+	if !s.followQuery && p.Query != "" {
+		return s.refuse(ReasonQueryString, s.followQueryRef), true
+	}
+	if s.maxPathDepth > 0 && strings.Count(p.Path, "/") > s.maxPathDepth {
+		return s.refuse(ReasonMaxPathDepth, s.maxPathRef), true
+	}
+	if s.maxLinkDepth > 0 && depth > s.maxLinkDepth {
+		return s.refuse(ReasonMaxLinkDepth, s.maxLinkRef), true
+	}
+	if ref, ok := s.ignoredExtension(p.Path); ok {
+		return s.refuse(ReasonIgnoredExtension, ref), true
+	}
+	return Decision{}, false
 }
 
 func (s *Source) schemeAllowed(scheme string) bool {

@@ -153,15 +153,27 @@ func (set *Set) Route(found string, depth int, from *Source) (*Source, string, D
 	}
 	best := set.sources[0]
 	if p, ok := urlnorm.Split(found); ok {
-		for _, s := range set.sources {
-			if s.origins[p.Origin] {
-				best = s
-				break
-			}
-		}
+		best = set.HostOwner(p.Origin)
 	}
 	u, d := best.DecideFound(found, depth)
 	return best, u, d
+}
+
+// HostOwner is the first source whose start URLs are on hostKey (scheme,
+// host and port, as urlnorm.Origin gives it), else the first source: the
+// source whose politeness and robots.txt settings the host keeps, whichever
+// source found its URLs (fetch.Set.Owner, which the crawler asks, picks the
+// same). Nil without sources.
+func (set *Set) HostOwner(hostKey string) *Source {
+	for _, s := range set.sources {
+		if s.origins[hostKey] {
+			return s
+		}
+	}
+	if len(set.sources) == 0 {
+		return nil
+	}
+	return set.sources[0]
 }
 
 // RouteRaw is Route for a URL as written (a start URL, a URL typed into
@@ -499,6 +511,22 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 				rule = "no rule"
 			}
 			errorf(st.path, "start URL %s is outside its own source's crawl space: %s (%s)", u, d.Reason, rule)
+		}
+	}
+	// A sitemap or feed the crawl space refuses is never requested: said
+	// at once rather than found in a report.
+	for _, named := range []struct {
+		key  string
+		list []string
+	}{{"sitemaps", src.Sitemaps}, {"feeds", src.Feeds}} {
+		for j, raw := range named.list {
+			fu, err := urlnorm.Normalize(raw)
+			if err != nil {
+				continue // the config's own check says why
+			}
+			if d := s.DecideListing(fu); !d.Crawl {
+				warnf(fmt.Sprintf("%s[%d]", at(named.key), j), "%s is outside the source's crawl space, so it is never read: %s (%s)", fu, d.Reason, d.Rule)
+			}
 		}
 	}
 	return s

@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
@@ -53,6 +55,11 @@ type explanation struct {
 	// browser before it is read ("wait network_idle, timeout 20s", then
 	// the config entry that decided); "" when it is read as fetched.
 	Render string `json:"render,omitempty"`
+	// Delay is the pause the crawler keeps between two requests to a
+	// crawled URL's host, and why: politeness.delay, or the host's
+	// robots.txt Crawl-delay (read live) and whether
+	// politeness.max_crawl_delay cut it; "" when it keeps none.
+	Delay string `json:"delay,omitempty"`
 }
 
 // withRender fills in whether and how a crawled URL's page is rendered.
@@ -123,7 +130,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 
-	ex := &explainer{cfg: cfg, offline: *offline, stderr: stderr, told: map[string]bool{}}
+	ex := &explainer{cfg: cfg, set: set, offline: *offline, stderr: stderr, told: map[string]bool{}}
 	if !*offline {
 		// robots.txt is read as the crawl reads it: with the source's
 		// credentials, proxy, CA and address rules.
@@ -164,7 +171,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "URL\tFETCH\tKEY\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER")
+	fmt.Fprintln(tw, "URL\tFETCH\tKEY\tSOURCE\tCRAWL\tINDEX\tFOLLOW\tPRIORITY\tREASON\tRULE\tAUTH\tRENDER\tDELAY")
 	for _, l := range lines {
 		fetch, key := l.Fetch, l.Key
 		if fetch == l.URL {
@@ -173,8 +180,8 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		if key == l.Fetch {
 			key = "="
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(key), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
-			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth), dash(l.Render))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.URL, dash(fetch), dash(key), dash(l.Source), yesNo(l.Crawl), yesNo(l.Index),
+			yesNo(l.Follow), l.Priority, dash(l.Reason), dash(l.Rule), dash(l.Auth), dash(l.Render), dash(l.Delay))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitFailed
@@ -192,6 +199,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 // (or none, offline).
 type explainer struct {
 	cfg     *config.Config
+	set     *rules.Set
 	offline bool
 	robots  *robots.Cache
 	stderr  io.Writer
@@ -227,35 +235,55 @@ func (ex *explainer) explain(set *rules.Set, raw string, depth int) explanation 
 		return line(found, src, refused)
 	}
 	if ex.offline {
-		return line(found, src, d)
+		return ex.withDelay(line(found, src, d), u, 0)
 	}
+	var crawlDelay time.Duration
 	if ex.robots != nil && *ex.cfg.Sources[sourceIndex(ex.cfg, src.Name)].Robots.Obey {
-		if refused, ok := ex.robotsRefuse(ctx, found, src.Fetch(found)); ok {
-			d = rules.Decision{Source: d.Source, Reason: rules.ReasonRobots, Rule: refused}
+		rule, refused, delay := ex.robotsRefuse(ctx, found, src.Fetch(found))
+		if refused {
+			d = rules.Decision{Source: d.Source, Reason: rules.ReasonRobots, Rule: rule}
 		}
+		crawlDelay = delay
 	}
-	return line(found, src, d)
+	return ex.withDelay(line(found, src, d), u, crawlDelay)
 }
 
 // robotsRefuse asks robots.txt, live, about the URL as found and the URL
-// requested, as the crawler does before a fetch; ok is true when it
-// refuses either, rule saying which line.
-func (ex *explainer) robotsRefuse(ctx context.Context, found, fetch string) (rule string, ok bool) {
+// requested, as the crawler does before a fetch: refused when it refuses
+// either, rule saying which line; otherwise the host's Crawl-delay, when
+// robots.txt was read.
+func (ex *explainer) robotsRefuse(ctx context.Context, found, fetch string) (rule string, refused bool, crawlDelay time.Duration) {
 	pu, err := url.Parse(found)
 	if err != nil {
-		return "", false
+		return "", false, 0
 	}
 	r, err := ex.robots.Get(ctx, pu)
 	if err != nil && !errors.Is(err, robots.ErrUnavailable) {
 		fmt.Fprintf(ex.stderr, "crawlspace explain: robots.txt for %s: %v\n", found, err)
-		return "", false
+		return "", false, 0
 	}
 	for _, u := range []string{found, fetch} {
 		if allowed, line := r.Test(ex.cfg.UserAgent, urlnorm.RequestTarget(u)); !allowed {
-			return robotsRule(pu, line, err), true
+			return robotsRule(pu, line, err), true, 0
 		}
 	}
-	return "", false
+	if err == nil {
+		crawlDelay = r.CrawlDelay(robots.ProductToken(ex.cfg.UserAgent))
+	}
+	return "", false, crawlDelay
+}
+
+// withDelay says what pause the crawler keeps between two requests to a
+// crawled URL's host, as the crawl does (provider.PolitenessDelay), with
+// its host's robots.txt Crawl-delay when one was read.
+func (ex *explainer) withDelay(e explanation, u string, crawlDelay time.Duration) explanation {
+	if !e.Crawl {
+		return e
+	}
+	if d := provider.PolitenessDelay(ex.cfg, ex.set, urlnorm.Origin(u), crawlDelay); d.Delay > 0 {
+		e.Delay = d.String()
+	}
+	return e
 }
 
 // address applies the source's address rules and allow_private_networks

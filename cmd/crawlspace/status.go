@@ -7,6 +7,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 func init() {
@@ -37,6 +39,10 @@ type sourceStatus struct {
 	Budget *budgetStatus `json:"budget"`
 	// DeletesHeld is what the source's hold_deletes holds (absent: none).
 	DeletesHeld *provider.HeldDeletes `json:"deletes_held,omitempty"`
+	// CrawlDelays are the hosts keeping the source's politeness whose
+	// robots.txt asked for a Crawl-delay, as the last cycle learnt them:
+	// the pause kept, and whether politeness.max_crawl_delay cut it.
+	CrawlDelays []provider.CrawlDelay `json:"crawl_delays,omitempty"`
 }
 
 // urlStatus is `status -url U`.
@@ -74,6 +80,10 @@ type urlStatus struct {
 	Budget string `json:"budget,omitempty"`
 	// Decision is what the current configuration decides for the URL.
 	Decision *explanation `json:"decision,omitempty"`
+	// HostDelay is the pause kept between two requests to the URL's host:
+	// its Crawl-delay as the last cycle learnt it, else politeness.delay;
+	// absent when none is kept.
+	HostDelay *provider.CrawlDelay `json:"host_delay,omitempty"`
 	// History is what happened to the URL, oldest first: the last
 	// frontier.DefaultHistory events.
 	History []historyEntry `json:"history"`
@@ -207,6 +217,9 @@ func sourceStatuses(cfg *config.Config, front statusStore) ([]sourceStatus, erro
 		if st.DeletesHeld, err = provider.ReadHeldDeletes(front, sc.Name); err != nil {
 			return nil, err
 		}
+		if st.CrawlDelays, err = provider.CrawlDelays(front, sc.Name); err != nil {
+			return nil, err
+		}
 		out = append(out, st)
 	}
 	return out, nil
@@ -242,6 +255,9 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 			fmt.Fprintf(w, "  deletes held: %d of %d documents (%d%%, more than hold_deletes.percent %d and min_count %d) since %s, cycle %d; such as %s\n",
 				h.Count, h.Documents, h.Share(), h.Percent, h.MinCount, h.Since.Local().Format("2006-01-02 15:04:05 MST"), h.Cycle, h.Example)
 			fmt.Fprintf(w, "    their documents stay in the index: the next cycle sends those it decides again; crawlspace confirm-deletes -config F -source %s sends them now\n", st.Source)
+		}
+		for _, d := range st.CrawlDelays {
+			fmt.Fprintf(w, "  crawl-delay: %s keeps %s\n", d.Host, d)
 		}
 		fmt.Fprintf(w, "  due for an aged check: %d\n", st.AgedCheckDue)
 		if st.NextDiscovery.IsZero() {
@@ -296,11 +312,16 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusSt
 		return exitFailed
 	}
 	e := withAuth(cfg, set, line(found, src, d))
+	hostDelay, err := storedHostDelay(cfg, set, front, e.Fetch)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
+		return exitFailed
+	}
 	st := urlStatus{URL: r.URL, Source: r.Source, State: r.State.String(), Reason: r.Reason, Status: r.Status,
 		Depth: r.Depth, Class: r.Class.String(), ErrCount: r.ErrCount, TempErrCount: r.TempErrCount,
 		FetchedAt: r.FetchedAt, CheckedAt: r.CheckedAt, ETag: r.ETag, LastModified: r.LastModified, Hash: r.Hash,
 		Indexed: r.Indexed, DocID: r.DocID, Pending: r.Pending, Target: r.Target, Lastmod: r.Lastmod, Via: r.Via,
-		Orphan: r.Orphan, Budget: held, Decision: &e, History: historyOf(evs)}
+		Orphan: r.Orphan, Budget: held, Decision: &e, HostDelay: hostDelay, History: historyOf(evs)}
 	if found != r.URL {
 		st.Found = found
 	}
@@ -320,6 +341,30 @@ func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusSt
 	}
 	printURLStatus(w, &st)
 	return exitOK
+}
+
+// storedHostDelay is the pause the crawl keeps between two requests to
+// u's host: with the Crawl-delay the last cycle learnt of it, if any; nil
+// when it keeps none.
+func storedHostDelay(cfg *config.Config, set *rules.Set, front frontier.Meta, u string) (*provider.CrawlDelay, error) {
+	host := urlnorm.Origin(u)
+	owner := set.HostOwner(host)
+	if owner == nil {
+		return nil, nil
+	}
+	learnt, err := provider.CrawlDelays(front, owner.Name)
+	if err != nil {
+		return nil, err
+	}
+	var asked time.Duration
+	if i := slices.IndexFunc(learnt, func(d provider.CrawlDelay) bool { return d.Host == host }); i >= 0 {
+		asked = learnt[i].Asked
+	}
+	d := provider.PolitenessDelay(cfg, set, host, asked)
+	if d.Delay <= 0 {
+		return nil, nil
+	}
+	return &d, nil
 }
 
 // printURLStatus prints one URL's state, decision and history for people.
@@ -381,6 +426,9 @@ func printURLStatus(w io.Writer, st *urlStatus) {
 		if d.Auth != "" {
 			fmt.Fprintf(w, "  authentication: %s\n", d.Auth)
 		}
+	}
+	if st.HostDelay != nil {
+		fmt.Fprintf(w, "  the host's delay: %s\n", st.HostDelay)
 	}
 	if len(st.History) == 0 {
 		fmt.Fprintln(w, "  no history recorded")

@@ -276,13 +276,8 @@ func (s *Store) Next(ctx context.Context) (frontier.Lease, error) {
 		// An ended ctx wins over ready work: a worker that releases its
 		// lease on cancellation would otherwise be handed it straight back,
 		// for ever.
-		if err := ctx.Err(); err != nil {
+		if err := q.lockOpen(ctx); err != nil {
 			return nil, err
-		}
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return nil, errClosed
 		}
 		if q.broken != nil {
 			err := q.broken
@@ -323,6 +318,20 @@ func (s *Store) Next(ctx context.Context) (frontier.Lease, error) {
 		}
 		t.Stop()
 	}
+}
+
+// lockOpen takes q.mu for a caller waiting in the scheduler, unless ctx
+// has ended or the store is closed.
+func (q *scheduler) lockOpen(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return errClosed
+	}
+	return nil
 }
 
 func (q *scheduler) buffered() int {
@@ -538,14 +547,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 	}
 	found := map[string]bool{}
 	for _, b := range ans.Aggregations.Hosts.Buckets {
-		h := q.hosts[b.Key]
-		if h == nil {
-			h = &host{key: b.Key, part: s.partition(b.Key), pol: s.policy(b.Key)}
-			h.readyAt = later(q.backoff[b.Key], q.takenAt[h.part].Add(h.pol.Delay))
-			delete(q.backoff, b.Key)
-			q.hosts[b.Key] = h
-			q.order = append(q.order, h)
-		}
+		h := q.hostLocked(b.Key)
 		if !q.parts[h.part] || q.addedAt[h.part] >= load {
 			continue
 		}
@@ -602,6 +604,22 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 	return nil
 }
 
+// hostLocked is the scheduling state of hostKey, made when there is none:
+// it waits out a backoff set before, and its delay after its partition
+// was handed over (its last holder may have just made a request).
+func (q *scheduler) hostLocked(hostKey string) *host {
+	if h := q.hosts[hostKey]; h != nil {
+		return h
+	}
+	s := q.s
+	h := &host{key: hostKey, part: s.partition(hostKey), pol: s.policy(hostKey)}
+	h.readyAt = later(q.backoff[hostKey], q.takenAt[h.part].Add(h.pol.Delay))
+	delete(q.backoff, hostKey)
+	q.hosts[hostKey] = h
+	q.order = append(q.order, h)
+	return h
+}
+
 // Backoff keeps a host this process schedules from a new lease before
 // until, the host's policy as it stands now (robots.txt may have just
 // given it a Crawl-delay). A host not read yet is kept back once it is.
@@ -629,6 +647,58 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Request waits for a slot of hostKey that its politeness lets start now,
+// for a request that is no queued URL's, and takes it: done frees it and
+// starts the host's delay, as a lease's completion does. The slot is this
+// process's: a host of a partition another process holds is scheduled
+// here for these requests alone.
+func (s *Store) Request(ctx context.Context, hostKey string) (done func(), err error) {
+	q := s.sched
+	for {
+		if err := q.lockOpen(ctx); err != nil {
+			return nil, err
+		}
+		now := s.now()
+		h := q.hostLocked(hostKey)
+		// The wake channel is the workers': a slot taken by a lease is
+		// looked at again after a short wait instead.
+		wait := requestPoll
+		if h.inflight < max(h.pol.MaxParallel, 1) {
+			if d := h.readyAt.Sub(now); d > 0 {
+				wait = d
+			} else {
+				h.inflight++
+				q.mu.Unlock()
+				return func() { q.endRequest(h) }, nil
+			}
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait): // a timer not stopped is collected (Go 1.23)
+		}
+	}
+}
+
+// requestPoll is how often Request looks at a host whose slots are all
+// taken.
+const requestPoll = 50 * time.Millisecond
+
+// endRequest frees the slot a Request took and starts the host's delay. A
+// read of the due URLs keeps a host in q.hosts while one is in flight.
+func (q *scheduler) endRequest(h *host) {
+	pol := q.s.policy(h.key)
+	q.mu.Lock()
+	h.inflight--
+	h.pol = pol
+	if t := q.s.now().Add(pol.Delay); t.After(h.readyAt) {
+		h.readyAt = t
+	}
+	q.mu.Unlock()
+	q.signal()
 }
 
 // lease is one URL handed to one worker.

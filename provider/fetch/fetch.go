@@ -145,7 +145,10 @@ func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) 
 		}
 		rt = &authTransport{base: rt, a: s.auth}
 	}
-	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.redirectPolicy(cfg.Fetch.MaxRedirects)}
+	// The caller follows a sitemap's redirects, judging each hop as it
+	// judges the file (provider/discover.go).
+	s.listing = &http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s.robots = robots.Client(&http.Client{Transport: rt, Timeout: cfg.Fetch.Timeout.D(), CheckRedirect: s.keepHeadersHome})
 	s.coll = newCollector(cfg, rt)
 	// colly's default jar, made here so that rechecks share it.
@@ -231,8 +234,9 @@ func (s *Source) ResetAuth() {
 	}
 }
 
-// Get fetches a sitemap or a feed: redirects followed up to
-// fetch.max_redirects, the body stopped after limit decoded bytes with an
+// Get fetches a sitemap or a feed, or one hop of its redirects: a 3xx is
+// returned, not followed, so that the caller judges where it leads before
+// any request goes there. The body stops after limit decoded bytes with an
 // error. The caller closes the body.
 func (s *Source) Get(ctx context.Context, rawURL string, limit int64) (*http.Response, error) {
 	if f := s.formFor(rawURL); f != nil {
@@ -295,7 +299,8 @@ func NewSet(cfg *config.Config, rs *rules.Set, opts Options) (Set, error) {
 
 // Owner is the source whose start URLs are on the host, else the first
 // source: a host's politeness and robots.txt are the same whichever
-// source found the URL.
+// source found the URL (rules.Set.HostOwner picks the same, for explain
+// and status).
 func (set Set) Owner(hostKey string) *Source {
 	for _, s := range set {
 		if s.own[hostKey] {
@@ -311,9 +316,9 @@ func (set Set) Robots(ctx context.Context, robotsURL string) (int, io.ReadCloser
 	return set.Owner(urlnorm.Origin(robotsURL)).Robots(ctx, robotsURL)
 }
 
-// redirectPolicy follows up to limit redirects for sitemaps and feeds
-// (pages are not followed: each hop is queued; robots.txt follows
-// robots.Client's).
+// redirectPolicy follows up to limit redirects for a form sign-in (pages
+// are not followed: each hop is queued; sitemaps and feeds are followed by
+// the caller, hop by hop; robots.txt follows robots.Client's).
 func (s *Source) redirectPolicy(limit int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > limit {
