@@ -46,8 +46,11 @@ type Crawler struct {
 	cluster *esfrontier.Store
 	store   io.Closer
 	sink    sink.Sink
-	// groupLocks serialise duplicates' decisions (duplicates.go).
+	// groupLocks serialise duplicates' decisions (duplicates.go), and
+	// unsettled holds the groups whose document is rewritten from the
+	// store at the end of the cycle.
 	groupLocks groupLocks
+	unsettled  *unsettledGroups
 	// formats are the formats read, and readers the readers of the
 	// document formats among them, shared by the sources.
 	formats []Format
@@ -152,7 +155,8 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		log = slog.Default()
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
-		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming}
+		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
+		unsettled: newUnsettledGroups()}
 	c.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
@@ -388,6 +392,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.work(ctx); err != nil {
 		return err
 	}
+	c.rewriteGroups(ctx, true)
 	if err := c.orphans(ctx, discover); err != nil {
 		return err
 	}
@@ -795,6 +800,8 @@ func (c *Crawler) work(ctx context.Context) error {
 				if err := c.checkpoint(); err != nil {
 					c.log.Warn("checkpoint failed", "err", err)
 				}
+			case <-c.unsettled.full:
+				c.rewriteGroups(ctx, false)
 			}
 		}
 	})
