@@ -37,6 +37,7 @@ const (
 	fetchTimeout     = 4 * time.Second // fetch.timeout: the drips end here
 	trapMaxURLs      = 600             // the trap source's budget.max_urls
 	trapPagesPerCyle = 150             // the trap source's budget.max_pages_per_cycle
+	churnMaxURLs     = 200             // the churn source's budget.max_urls
 	// The faults take at least faultShare percent of the run, the site's changes end at
 	// changeShare percent: the rest of the run is the fault-free, change-free end.
 	faultShare  = 40
@@ -166,6 +167,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	c.trap()
 	c.memory()
+	c.fanout()
 	c.politeness()
 	c.faults()
 	c.exit(exitAfter, stopErr)
@@ -198,6 +200,7 @@ func begin(ctx context.Context, opts Options) (_ *soak, err error) {
 	if s.svc, err = startService(ctx, opts.Crawlspace, cfg, opts.Dir); err != nil {
 		return nil, err
 	}
+	s.svc.killAboveKB = 4 * opts.MaxRSSMB << 10
 	go s.svc.watch()
 	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
 	return s, nil
