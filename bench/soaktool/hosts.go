@@ -125,10 +125,15 @@ func serve(name string, h http.Handler, maxParallel int, delay time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
+	return serveOn(ln, name, h, maxParallel, delay), nil
+}
+
+// serveOn starts h on ln: hosts that link one another know their addresses before they serve.
+func serveOn(ln net.Listener, name string, h http.Handler, maxParallel int, delay time.Duration) *host {
 	hs := &host{name: name, URL: "http://" + ln.Addr().String(), maxParallel: maxParallel, delay: delay, rec: &recorder{}}
 	hs.srv = &http.Server{Handler: hs.rec.wrap(h), ReadHeaderTimeout: time.Minute}
 	go hs.srv.Serve(ln)
-	return hs, nil
+	return hs
 }
 
 // close stops the server and waits for every handler, so the requests recorded are all there

@@ -99,6 +99,7 @@ type soak struct {
 	hosts map[string]*host
 	proxy *faultproxy.Proxy
 	svc   *service
+	cl    *cluster // the two processes sharing a crawl whose state node fails
 	logMu sync.Mutex
 
 	hostsOnce sync.Once
@@ -171,6 +172,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	c.politeness()
 	c.faults()
 	c.exit(exitAfter, stopErr)
+	c.cluster()
 	return res, nil
 }
 
@@ -203,6 +205,12 @@ func begin(ctx context.Context, opts Options) (_ *soak, err error) {
 	s.svc.killAboveKB = 4 * opts.MaxRSSMB << 10
 	go s.svc.watch()
 	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
+	s.cl, err = startCluster(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	go s.cl.run(ctx, s.logf)
+	s.logf("cluster: crawlspace run a (pid %d) and b (pid %d) share a crawl of %d hosts", s.cl.procs[0].pid, s.cl.procs[1].pid, clusterHosts)
 	return s, nil
 }
 
@@ -214,6 +222,9 @@ func (s *soak) close() {
 	s.closeHosts()
 	if s.proxy != nil {
 		s.proxy.Close()
+	}
+	if s.cl != nil {
+		s.cl.close()
 	}
 }
 
