@@ -3,7 +3,9 @@
 // redirect loops, lying charsets) and an Elasticsearch node behind a fault-injection proxy, then
 // checks that the index equals what the ordinary site serves, that memory stayed bounded, that
 // no host got more than its politeness allowed, that every fault happened and that the service
-// stopped cleanly on SIGTERM. bench/README.md describes the schedule and each check.
+// stopped cleanly on SIGTERM; beside it, two `crawlspace run` processes share a crawl whose state
+// node refuses connections mid-crawl, and must finish it. bench/README.md describes the schedule
+// and each check.
 //
 //	soaktool -crawlspace BIN -dir DIR [-es URL] [-index NAME] [-duration 10m] [-seed N]
 //	         [-pages N] [-bomb-mib N] [-max-rss-mb N] [-max-state-mb N] [-exit-within D]
