@@ -100,7 +100,8 @@ func startCluster(ctx context.Context, opts Options) (*cluster, error) {
 }
 
 // config is process node's configuration: the state in Elasticsearch through the proxy, the
-// documents straight to the node.
+// documents straight to the node. The requests' timeouts are the defaults: nothing here stalls,
+// and a loaded node may take seconds to create an index.
 func (cl *cluster) config(node string, urls []string) string {
 	starts := make([]string, len(urls))
 	for i, u := range urls {
@@ -112,18 +113,18 @@ allow_private_networks: true
 metrics_addr: "127.0.0.1:0"
 log: {format: json, level: info}
 fetch: {concurrency: 4, timeout: %s}
-elasticsearch: {addresses: [%q], index: %s, shards: 1, replicas: 0, request_timeout: %s}
+elasticsearch: {addresses: [%q], index: %s, shards: 1, replicas: 0}
 cluster:
   state_index: %s-state
   node_name: %s
   partitions: 12
   lease_ttl: 10s
-  elasticsearch: {addresses: [%q], replicas: 0, request_timeout: %s}
+  elasticsearch: {addresses: [%q], replicas: 0}
 sources:
   - name: cluster
     start_urls: [%s]
     politeness: {delay: %s, max_parallel_per_host: 1}
-`, node, fetchTimeout, cl.node, cl.alias, requestTimeout, cl.alias, node, cl.proxy.URL, requestTimeout,
+`, node, fetchTimeout, cl.node, cl.alias, cl.alias, node, cl.proxy.URL,
 		strings.Join(starts, ", "), clusterDelay)
 }
 
@@ -229,7 +230,7 @@ func (cl *cluster) run(ctx context.Context, logf func(string, ...any)) {
 			case cl.exited() != "":
 				cl.out.Problem = fmt.Sprintf("process %s exited while waiting for %s", cl.exited(), what)
 			case time.Now().After(deadline):
-				cl.out.Problem = fmt.Sprintf("no %s within %v", what, within)
+				cl.out.Problem = fmt.Sprintf("%s: not within %v", what, within)
 			}
 			if cl.out.Problem != "" {
 				return false
@@ -243,21 +244,21 @@ func (cl *cluster) run(ctx context.Context, logf func(string, ...any)) {
 		}
 		return true
 	}
-	if !await("quarter of the pages fetched", clusterWaitMax, func() bool { p, _ := cl.fetched(); return p >= all/4 }) {
+	if !await("a quarter of the pages fetched", clusterWaitMax, func() bool { p, _ := cl.fetched(); return p >= all/4 }) {
 		return
 	}
 	cl.proxy.Set(faultproxy.Fault{Mode: faultproxy.Refuse})
 	cl.out.OutageStart = time.Now()
 	cl.out.PagesAtOutage, _ = cl.fetched()
 	logf("cluster: the state node refuses connections, at %d of %d pages fetched", cl.out.PagesAtOutage, all)
-	failed := await("cycle failed in each process", clusterOutageMax, func() bool { return cl.said("cycle failed") })
+	failed := await("a cycle failed in each process", clusterOutageMax, func() bool { return cl.said("cycle failed") })
 	cl.proxy.Set(faultproxy.Fault{Mode: faultproxy.Pass})
 	cl.out.OutageEnd = time.Now()
 	logf("cluster: the state node answers again after %.1fs", cl.out.OutageEnd.Sub(cl.out.OutageStart).Seconds())
 	if !failed {
 		return
 	}
-	if await("page searchable", clusterWaitMax, func() bool { cl.out.Searchable = cl.searchable(); return cl.out.Searchable >= all }) {
+	if await("every page searchable", clusterWaitMax, func() bool { cl.out.Searchable = cl.searchable(); return cl.out.Searchable >= all }) {
 		cl.out.SearchableAt = time.Now()
 		logf("cluster: all %d pages searchable %.1fs after the outage began", all, cl.out.SearchableAt.Sub(cl.out.OutageStart).Seconds())
 	}

@@ -28,7 +28,10 @@ type Options struct {
 	MaxRSSMB   int64 // bound on the service's peak RssAnon
 	MaxStateMB int64 // bound on the state directory at the end
 	ExitWithin time.Duration
-	Progress   io.Writer // a line per event of the soak; nil for none
+	// Cluster runs the cluster of two beside the service: two more crawlspace processes and
+	// a state-node outage (cluster.go).
+	Cluster  bool
+	Progress io.Writer // a line per event of the soak; nil for none
 }
 
 // The service's settings the checks depend on.
@@ -172,7 +175,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	c.politeness()
 	c.faults()
 	c.exit(exitAfter, stopErr)
-	c.cluster()
+	if s.cl != nil {
+		c.cluster()
+	}
 	return res, nil
 }
 
@@ -205,8 +210,10 @@ func begin(ctx context.Context, opts Options) (_ *soak, err error) {
 	s.svc.killAboveKB = 4 * opts.MaxRSSMB << 10
 	go s.svc.watch()
 	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
-	s.cl, err = startCluster(ctx, opts)
-	if err != nil {
+	if !opts.Cluster {
+		return s, nil
+	}
+	if s.cl, err = startCluster(ctx, opts); err != nil {
 		return nil, err
 	}
 	go s.cl.run(ctx, s.logf)
