@@ -111,6 +111,24 @@ func (d *Document) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// AppendGroupJSON appends the fields that change when the group of
+// duplicates a document stands for changes, its list and its hash, as the
+// partial document of an update (the rest of the document stays as
+// indexed): {"doc_duplicates":[…],"doc_content_hash":"…"}, the list null
+// when empty, so the field is taken out as an index without it leaves it
+// out.
+func AppendGroupJSON(b []byte, duplicates []string, hash string) []byte {
+	b = append(b, `{"doc_duplicates":`...)
+	if len(duplicates) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = appendStrings(b, duplicates)
+	}
+	b = append(b, `,"doc_content_hash":`...)
+	b = appendString(b, hash)
+	return append(b, '}')
+}
+
 // Size is about the bytes the document holds, and its JSON's length: what
 // a document waiting for the sink costs in memory.
 func (d *Document) Size() int {

@@ -212,3 +212,48 @@ func (f *Frontier) GroupOf(rec Record) (content string, claim int, members []Mem
 	}
 	return rec.content, claim, members, nil
 }
+
+// Reclaim makes the changes of rs in one transaction: see
+// Duplicates.Reclaim.
+func (f *Frontier) Reclaim(rs []Reclaim) ([]error, error) {
+	if f.shut.Load() {
+		return nil, ErrClosed
+	}
+	changes := make([]edit, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		changes[i] = edit{URL: r.URL, Events: []Event{{Kind: EventWriteSent, Reason: r.Pending, Detail: r.Detail}},
+			Fn:    func(rec *Record) error { return reclaimRecord(rec, r) },
+			Group: func(tx *bolt.Tx, rec *Record) (error, error) { return reclaimIn(tx, rec, r) }}
+	}
+	return f.refusals(changes)
+}
+
+// reclaimRecord is a Reclaim's change of the URL's record.
+func reclaimRecord(rec *Record, r *Reclaim) error {
+	switch {
+	case rec.State == InFlight:
+		return ErrLeased
+	case rec.content != r.Content || rec.State == Error || rec.State == Excluded:
+		return ErrStale
+	case rec.Pending != "" || r.Pending == PendingIndex && !rec.Indexed:
+		return ErrUnsettled
+	}
+	rec.Hash, rec.Pending, rec.DocID = r.Hash, r.Pending, r.DocID
+	return nil
+}
+
+// reclaimIn is a Reclaim's change of the URL's claim in its group.
+func reclaimIn(tx *bolt.Tx, rec *Record, r *Reclaim) (refused, err error) {
+	groups := tx.Bucket(bucketGroups)
+	if groups == nil {
+		return ErrStale, nil
+	}
+	key := append(groupKey(rec.Source, r.Content), urlHash(rec.URL)...)
+	claim, w := binary.Uvarint(groups.Get(key))
+	if w <= 0 || claim != uint64(max(r.From, 0)) {
+		return ErrStale, nil
+	}
+	v := binary.AppendUvarint(make([]byte, 0, len(rec.URL)+2), uint64(max(r.To, 0)))
+	return nil, groups.Put(key, append(v, rec.URL...))
+}

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -343,4 +344,85 @@ func groupDirectly(tx *bolt.Tx, url string, o *Outcome) error {
 		return err
 	}
 	return w.put(key, &rec, rec.Pending != "")
+}
+
+// A Reclaim changes a member's claim, and records the write that makes it
+// true as an outcome would, only where the store still holds what the
+// crawler read: the URL in that group with that claim, not leased, and,
+// for an update in place, its document indexed with no write pending.
+func TestAReclaimChangesAClaimOnlyWhereTheGroupIsAsRead(t *testing.T) {
+	f := openTest(t, "", Options{Policy: policy(8, 0), History: 8})
+	a, b, c := "http://a.test/a", "http://a.test/bb", "http://b.test/ccc"
+	mustAdd(t, f, Item{URL: a, Source: "s"}, Item{URL: b, Source: "s"}, Item{URL: c, Source: "s"})
+	claims := map[string]int{a: 5, b: 3, c: 4}
+	for range 3 {
+		l := mustLease(t, f)
+		u := l.Item().URL
+		mustComplete(t, l, Outcome{State: Fetched, Status: 200, Hash: "h", Content: "h", Claim: claims[u],
+			Pending: PendingIndex, DocID: u})
+	}
+	// a's and b's documents landed; c's is still on its way.
+	if _, err := f.Acknowledge([]Ack{{URL: a}, {URL: b}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := []Reclaim{
+		{URL: a, Content: "h", From: 5, To: 9, Hash: "h9", Pending: PendingIndex, DocID: a, Detail: "duplicates listed: 2"},
+		{URL: b, Content: "h", From: 2, To: 0, Hash: "h", Pending: PendingDelete, DocID: b},
+		{URL: c, Content: "h", From: 4, To: 0, Hash: "h", Pending: PendingDelete, DocID: c},
+		{URL: b, Content: "other", From: 3, To: 0, Hash: "h", Pending: PendingDelete, DocID: b},
+		{URL: "http://a.test/unknown", Content: "h", From: 1, To: 0, Pending: PendingDelete},
+	}
+	errs, err := f.Reclaim(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, ErrStale, ErrUnsettled, ErrStale, ErrNotFound} {
+		if !errors.Is(errs[i], want) {
+			t.Errorf("Reclaim of %s (%d → %d in %s) = %v, want %v", rs[i].URL, rs[i].From, rs[i].To, rs[i].Content, errs[i], want)
+		}
+	}
+	if got, want := mustGroup(t, f, "s", "h"), []Member{{a, 9}, {b, 3}, {c, 4}}; !slices.Equal(got, want) {
+		t.Errorf("group after the reclaims = %v, want %v", got, want)
+	}
+	rec := mustGet(t, f, a)
+	if rec.Hash != "h9" || rec.Pending != PendingIndex || rec.DocID != a || !rec.Indexed {
+		t.Errorf("a's record after its reclaim: hash %q, pending %q, doc %q, indexed %v", rec.Hash, rec.Pending, rec.DocID, rec.Indexed)
+	}
+	pending, err := f.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 2 {
+		t.Errorf("%d writes pending, want a's and c's: %v", len(pending), pending)
+	}
+	events, err := f.History(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 {
+		t.Fatal("a has no history")
+	}
+	if e := events[len(events)-1]; e.Kind != EventWriteSent || e.Reason != PendingIndex || e.Detail != "duplicates listed: 2" {
+		t.Errorf("a's last event is %+v, want the write sent", e)
+	}
+
+	// A leased URL is its lease's: its outcome settles its group.
+	if _, err := f.Acknowledge([]Ack{{URL: a}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Refetch([]string{a}); err != nil {
+		t.Fatal(err)
+	}
+	l := mustLease(t, f)
+	if l.Item().URL != a {
+		t.Fatalf("leased %s, want %s", l.Item().URL, a)
+	}
+	errs, err = f.Reclaim([]Reclaim{{URL: a, Content: "h", From: 9, To: 11, Hash: "h11", Pending: PendingIndex, DocID: a}})
+	if err != nil || !errors.Is(errs[0], ErrLeased) {
+		t.Errorf("Reclaim of a leased URL = %v, %v; want %v", errs, err, ErrLeased)
+	}
+	mustComplete(t, l, Outcome{State: Fetched, Status: 304, Hash: "h9", Content: "h", Claim: 9})
+	if got, want := mustGroup(t, f, "s", "h"), []Member{{a, 9}, {b, 3}, {c, 4}}; !slices.Equal(got, want) {
+		t.Errorf("group after the refused reclaim = %v, want %v", got, want)
+	}
 }

@@ -44,6 +44,12 @@ var (
 	// ErrLeased is returned when a change would take a URL away from the
 	// worker it is leased to.
 	ErrLeased = errors.New("frontier: URL is leased")
+	// ErrStale refuses a Reclaim of a URL whose group or claim changed
+	// since the crawler read them.
+	ErrStale = errors.New("frontier: the URL's group changed since it was read")
+	// ErrUnsettled refuses a Reclaim of a URL whose document is not
+	// indexed as its claim says, or has a write pending.
+	ErrUnsettled = errors.New("frontier: the URL's document is not settled")
 )
 
 var (
@@ -754,6 +760,10 @@ type edit struct {
 	// Refetch asks a lease in flight on the URL to queue it again, to be
 	// fetched whole, unless its outcome brings new content (see Refetch).
 	Refetch bool
+	// Group, when set, makes the change's part in the groups of
+	// duplicates in its transaction, once Fn has made the record's and
+	// unless the URL is leased; a refusal it returns is the change's.
+	Group func(tx *bolt.Tx, rec *Record) (refused, err error)
 	// Set by updateBatch. Err is ErrNotFound, ErrLeased, or the error Fn or
 	// the changed record's check returned: the change was not made.
 	// Otherwise Record is the record as stored.
@@ -810,6 +820,19 @@ func (f *Frontier) updateBatch(changes []edit) error {
 	return nil
 }
 
+// refusals is updateBatch returning each change's refusal, nil for one
+// made.
+func (f *Frontier) refusals(changes []edit) ([]error, error) {
+	if err := f.updateBatch(changes); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(changes))
+	for i := range changes {
+		errs[i] = changes[i].Err
+	}
+	return errs, nil
+}
+
 // change makes c within w's transaction: c.Err is a refusal (nothing
 // written), c.Record the record as stored; err is a failure of the
 // transaction. It returns the URL's key.
@@ -850,6 +873,11 @@ func (f *Frontier) change(w *wtx, c *edit, cl *claims, eff *effects) (key []byte
 		rec.State = old.State
 		c.Record = rec
 		return key, w.put(key, &rec, old.Pending != "")
+	}
+	if c.Group != nil {
+		if c.Err, err = c.Group(w.tx, &rec); c.Err != nil || err != nil {
+			return key, err
+		}
 	}
 	if rec.State >= numStates || rec.State == InFlight {
 		c.Err = fmt.Errorf("frontier: %s: cannot set state %s", url, rec.State)

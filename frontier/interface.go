@@ -178,7 +178,8 @@ type Meta interface {
 // Waiting outcome leaves the URL's group as it was; any other outcome takes
 // the URL out of its group and, when it is Fetched with Content set, puts
 // it in the group of (its source, Content) with Claim. Nothing else changes
-// a group: Reapply, Orphans and Refetch leave memberships alone.
+// a membership: Reapply, Orphans and Refetch leave them alone, and Reclaim
+// changes only the claim of a member.
 //
 // A store that does not implement Duplicates has no groups, and every URL
 // is its own document, as with keep_duplicates.
@@ -191,6 +192,35 @@ type Duplicates interface {
 	// ContentOf is the content key of url's group and url's claim in it;
 	// "" when url is in none.
 	ContentOf(url string) (content string, claim int, err error)
+	// Reclaim makes each change of rs (see Reclaim) in one change of the
+	// store, each with its write recorded pending as an outcome's would be
+	// (Writes), and returns each one's refusal, nil when it was made:
+	// ErrNotFound, ErrLeased (the URL's outcome will settle its group),
+	// ErrStale (the URL is no longer in the group with the claim read, or
+	// left the crawl) or ErrUnsettled (its document is not indexed as its
+	// claim says, or a write of it is pending).
+	Reclaim(rs []Reclaim) ([]error, error)
+}
+
+// Reclaim is a new claim of a member of a group of duplicates, with the
+// write of its document that makes it true, decided by the crawler from
+// the group as the store holds it instead of by fetching the page again:
+// the primary's document updated in place with the group's list
+// (PendingIndex), or a member that no longer is the primary losing its
+// document (PendingDelete, To 0).
+type Reclaim struct {
+	URL, Content string
+	// From is the claim read; the change is made only while the URL is in
+	// the group of Content with that claim. To is the claim made.
+	From, To int
+	// Hash is the hash of the document once written (Record.Hash).
+	Hash string
+	// Pending is the write, PendingIndex or PendingDelete, of the
+	// document DocID. An index needs the document indexed with no write
+	// pending (it changes fields of it), a delete no write pending.
+	Pending, DocID string
+	// Detail goes with the write's history event.
+	Detail string
 }
 
 // GroupReader is what a store implementing Duplicates may add for the

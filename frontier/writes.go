@@ -97,14 +97,7 @@ func (f *Frontier) Acknowledge(acks []Ack) ([]error, error) {
 			return nil
 		}}
 	}
-	if err := f.updateBatch(changes); err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(changes))
-	for i := range changes {
-		errs[i] = changes[i].Err
-	}
-	return errs, nil
+	return f.refusals(changes)
 }
 
 // Refetch forgets the hashes of urls and queues those not waiting or

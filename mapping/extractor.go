@@ -467,12 +467,12 @@ func docPath(u *url.URL) string {
 }
 
 // ContentHash is doc_content_hash: a SHA-256 over the fields a search sees
-// (title, description, keywords, author, language, headings, body, the
-// duplicates it stands for, extra fields in name order, nosnippet and
-// noarchive), not over the raw page, so
+// (title, description, keywords, author, language, headings, body, extra
+// fields in name order, nosnippet and noarchive), not over the raw page, so
 // a changed timestamp in a removed footer or a reordered attribute is no
 // change. Each value is length-prefixed, so moving text between fields
-// changes the hash.
+// changes the hash. The duplicates a document stands for are not hashed
+// here: GroupHash adds them.
 func ContentHash(d *docfields.Document) string {
 	h := sha256.New()
 	w := hashWriter{h: h}
@@ -483,11 +483,6 @@ func ContentHash(d *docfields.Document) string {
 	w.str("language", d.Language)
 	w.list("headings", d.Headings)
 	w.str("body", d.Body)
-	if len(d.Duplicates) > 0 {
-		// Left out when empty, so a page that stands for no group keeps
-		// the hash it had before groups existed.
-		w.list("duplicates", d.Duplicates)
-	}
 	if len(d.Extra) > 0 {
 		names := make([]string, 0, len(d.Extra))
 		for n, v := range d.Extra {
@@ -508,6 +503,23 @@ func ContentHash(d *docfields.Document) string {
 		flags[1] = 1
 	}
 	h.Write(flags[:])
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// GroupHash is the doc_content_hash of the document standing for a group
+// of duplicates: content, the ContentHash of its pages, and the other
+// URLs it lists. It needs no more than the group as the state store keeps
+// it, so the document's list can be rewritten without fetching its page
+// again. A document that lists none keeps its page's ContentHash.
+func GroupHash(content string, duplicates []string) string {
+	if len(duplicates) == 0 {
+		return content
+	}
+	h := sha256.New()
+	w := hashWriter{h: h}
+	w.str("content", content)
+	w.list("duplicates", duplicates)
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }

@@ -204,6 +204,33 @@ func TestContentHashIgnoresRemovedPartsAndMarkupButNotContent(t *testing.T) {
 	}
 }
 
+// A group's document hashes its pages' content and the list it holds, so
+// a change of either is a change, and the list can be rewritten from the
+// group as stored; one that lists none keeps its page's hash.
+func TestGroupHashIsTheContentAndTheListOfDuplicates(t *testing.T) {
+	const content = "0123456789abcdef0123456789abcdef"
+	if h := GroupHash(content, nil); h != content {
+		t.Errorf("a document listing no duplicates hashes %q, want its page's %q", h, content)
+	}
+	one := GroupHash(content, []string{"http://h.test/a?id=1"})
+	if len(one) != 32 || one == content {
+		t.Errorf("hash with one duplicate %q", one)
+	}
+	for _, other := range []string{
+		GroupHash(content, []string{"http://h.test/a?id=1", "http://h.test/a?id=2"}),
+		GroupHash(content, []string{"http://h.test/a?id=2"}),
+		GroupHash("fedcba9876543210fedcba9876543210", []string{"http://h.test/a?id=1"}),
+		GroupHash(content, []string{"http://h.test/a?id", "=1"}),
+	} {
+		if other == one {
+			t.Errorf("another list or content hashes as %q", one)
+		}
+	}
+	if GroupHash(content, []string{"http://h.test/a?id=1"}) != one {
+		t.Error("the same group hashes differently")
+	}
+}
+
 func TestMetaDatesAndLanguageFallBackInOrder(t *testing.T) {
 	x := newExtractor(t, nil)
 	res := extract(t, x, "http://h.test/", `<meta name="dcterms.modified" content="not a date">

@@ -46,8 +46,11 @@ type Crawler struct {
 	cluster *esfrontier.Store
 	store   io.Closer
 	sink    sink.Sink
-	// groupLocks serialise duplicates' decisions (duplicates.go).
+	// groupLocks serialise duplicates' decisions (duplicates.go), and
+	// unsettled holds the groups whose document is rewritten from the
+	// store at the end of the cycle.
 	groupLocks groupLocks
+	unsettled  *unsettledGroups
 	// formats are the formats read, and readers the readers of the
 	// document formats among them, shared by the sources.
 	formats []Format
@@ -158,7 +161,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
-		delayLists: map[string][]CrawlDelay{}}
+		delayLists: map[string][]CrawlDelay{}, unsettled: newUnsettledGroups()}
 	c.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
@@ -404,6 +407,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.work(ctx, list); err != nil {
 		return err
 	}
+	c.rewriteGroups(ctx, true)
 	if err := c.orphans(ctx, discover); err != nil {
 		return err
 	}
@@ -834,6 +838,8 @@ func (c *Crawler) work(ctx context.Context, list func(ctx context.Context, queue
 				if err := c.checkpoint(); err != nil {
 					c.log.Warn("checkpoint failed", "err", err)
 				}
+			case <-c.unsettled.full:
+				c.rewriteGroups(ctx, false)
 			}
 		}
 	})

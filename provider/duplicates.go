@@ -3,6 +3,8 @@ package provider
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"slices"
@@ -24,13 +26,21 @@ import (
 // Each page that would be indexed joins its group when its outcome is
 // stored, claiming the group's document (with the members it listed) or
 // leaving it to the primary. Once the outcome is stored, the group is
-// settled: the primary is fetched again, its hash forgotten, when its
-// claim does not match the group as it now stands (a member joined or
-// left, or the primary changed), and so is any other member still
-// claiming a document, so that its own is deleted. A URL that leaves a
+// settled: each member whose claim does not match the group as it now
+// stands (a member joined or left, or the primary changed) is put right.
+// A primary that holds no document (the one before it left the group) is
+// fetched again, its hash forgotten, to write the group's under its own
+// URL. Every other mismatch is put right from what the store holds, with
+// no fetch: the primary's document is updated in place with the group's
+// list and the hash that list gives (mapping.GroupHash), and a member that
+// is no longer the primary has its document deleted (frontier.Reclaim).
+// Those rewrites wait for the end of the cycle (rewriteGroups), so a group
+// that grows all through a cycle (a page linking a fresh ?id= copy of
+// itself) costs one fetch of each of its URLs and one rewrite of its
+// document, not a fetch of its primary per member. A URL that leaves a
 // group (its content changed, it went, it became noindex) settles the
-// group it left, so when the primary goes another member still serving
-// the content is fetched and writes the document under its own URL.
+// group it left, so when the primary goes another member still serving the
+// content is fetched and writes the document under its own URL.
 
 // maxDuplicatesListed bounds doc_duplicates: a site serving one page under
 // thousands of URLs (a session id in the path) lists the first ones.
@@ -140,55 +150,246 @@ func (j *job) joinGroup(g frontier.Duplicates, doc *docfields.Document, o *front
 	}
 	o.Claim = claimOf(urls)
 	if len(urls) > 1 {
-		doc.Duplicates = slices.Clone(urls[1:min(len(urls), maxDuplicatesListed+1)])
-		doc.ContentHash = mapping.ContentHash(doc)
+		doc.Duplicates = listed(urls)
+		doc.ContentHash = mapping.GroupHash(content, doc.Duplicates)
 		o.Hash = doc.ContentHash
 	}
 	return j.item.URL, nil
 }
 
-// settleGroup fetches again the members of a group whose claims do not
-// match it: see the comment at the top of this file. It runs once the
-// outcome that changed the group is stored.
+// listed is the doc_duplicates of a group whose members are urls, primary
+// first.
+func listed(urls []string) []string {
+	return slices.Clone(urls[1:min(len(urls), maxDuplicatesListed+1)])
+}
+
+// settleGroup puts right the claims of a group that do not match it: see
+// the comment at the top of this file. It runs once the outcome that
+// changed the group is stored.
 func (c *Crawler) settleGroup(g frontier.Duplicates, source, content string) {
 	members, err := g.SameContent(source, content)
 	if err != nil {
 		c.log.Error("cannot read a group of duplicates", "source", source, "content", content, "err", err)
 		return
 	}
-	c.settleMembers(source, members)
+	c.settleMembers(source, content, members)
 }
 
-// settleMembers is settleGroup on the members of the group as read.
-func (c *Crawler) settleMembers(source string, members []frontier.Member) {
-	if len(members) == 0 {
-		return
+// settleMembers is settleGroup on the members of the group as read: a
+// primary holding no document is fetched at once, and the group waits for
+// the rewrite of the other mismatches.
+func (c *Crawler) settleMembers(source, content string, members []frontier.Member) {
+	v := viewOf(members)
+	if len(v.stale) > 0 {
+		c.unsettled.add(groupName{source, content})
 	}
-	primary := members[0].URL
-	for _, m := range members[1:] {
-		if primaryFirst(m.URL, primary) < 0 {
-			primary = m.URL
-		}
-	}
-	urls := make([]string, len(members))
-	for i, m := range members {
-		urls[i] = m.URL
-	}
-	slices.SortFunc(urls, primaryFirst)
-	want := claimOf(urls)
-	var again []string
-	for _, m := range members {
-		if m.URL == primary && m.Claim != want || m.URL != primary && m.Claim > 0 {
-			again = append(again, m.URL)
-		}
-	}
-	if len(again) == 0 {
+	if v.fetch == "" {
 		return
 	}
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		c.log.Debug("group of duplicates changed: fetching again", "source", source, "primary", primary, "urls", again)
+		c.log.Debug("group of duplicates lost its primary: fetching the next", "source", source, "primary", v.fetch)
 	}
-	if err := c.front.Refetch(again); err != nil {
-		c.log.Error("cannot queue a group of duplicates again", "source", source, "urls", again, "err", err)
+	if err := c.front.Refetch([]string{v.fetch}); err != nil {
+		c.log.Error("cannot queue a group of duplicates again", "source", source, "url", v.fetch, "err", err)
 	}
+}
+
+// groupView is a group as read, against its members' claims.
+type groupView struct {
+	urls []string // the members, primary first
+	want int      // the primary's claim
+	// fetch is the primary when it holds no document (claim 0): it is
+	// fetched again to write the group's. stale are the members whose
+	// claims the store can put right: the primary listing other members,
+	// another member holding a document.
+	fetch string
+	stale []frontier.Member
+}
+
+func viewOf(members []frontier.Member) groupView {
+	var v groupView
+	if len(members) == 0 {
+		return v
+	}
+	v.urls = make([]string, len(members))
+	for i, m := range members {
+		v.urls[i] = m.URL
+	}
+	slices.SortFunc(v.urls, primaryFirst)
+	v.want = claimOf(v.urls)
+	primary := v.urls[0]
+	for _, m := range members {
+		switch {
+		case m.URL == primary && m.Claim == 0:
+			v.fetch = m.URL
+		case m.URL == primary && m.Claim != v.want, m.URL != primary && m.Claim > 0:
+			v.stale = append(v.stale, m)
+		}
+	}
+	return v
+}
+
+// maxUnsettled is how many groups wait for their rewrite before it is
+// done in the middle of a cycle: a bound on what a cycle in which many
+// groups change (a first crawl of a site full of copies) holds in memory.
+const maxUnsettled = 4096
+
+// unsettledGroups are the groups whose claims do not match them, waiting
+// for rewriteGroups.
+type unsettledGroups struct {
+	mu    sync.Mutex
+	set   map[groupName]struct{}
+	limit int           // add signals full once set holds this many
+	full  chan struct{} // read by the crawl's housekeeping goroutine
+}
+
+func newUnsettledGroups() *unsettledGroups {
+	return &unsettledGroups{set: map[groupName]struct{}{}, limit: maxUnsettled, full: make(chan struct{}, 1)}
+}
+
+func (u *unsettledGroups) add(name groupName) {
+	u.mu.Lock()
+	u.set[name] = struct{}{}
+	full := len(u.set) >= u.limit
+	u.mu.Unlock()
+	if full {
+		select {
+		case u.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take empties the set and returns what it held.
+func (u *unsettledGroups) take() []groupName {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	names := make([]groupName, 0, len(u.set))
+	for n := range u.set {
+		names = append(names, n)
+	}
+	clear(u.set)
+	u.limit = maxUnsettled
+	return names
+}
+
+// keep puts back groups a rewrite could not settle yet; the next rewrite
+// in the middle of a cycle waits for maxUnsettled more, so that groups
+// waiting on a slow sink are not read again for every new one.
+func (u *unsettledGroups) keep(names []groupName) {
+	if len(names) == 0 {
+		return
+	}
+	u.mu.Lock()
+	for _, n := range names {
+		u.set[n] = struct{}{}
+	}
+	u.limit = len(u.set) + maxUnsettled
+	u.mu.Unlock()
+}
+
+// rewriteBatch is how many groups one change of the store rewrites.
+const rewriteBatch = 256
+
+// rewriteGroups puts right from the store the groups waiting for it: each
+// primary listing other members than its group's has its document's list
+// and hash updated in place, and each other member holding a document has
+// it deleted (frontier.Reclaim), with no fetch. A primary whose own write
+// has not landed yet cannot be updated: at the end of the cycle (final)
+// the rewrite waits for the cycle's writes to land and tries those once
+// more; groups still unsettled wait for the next rewrite.
+func (c *Crawler) rewriteGroups(ctx context.Context, final bool) {
+	g, ok := c.front.(frontier.Duplicates)
+	if !ok {
+		return
+	}
+	kept := c.rewrite(g, c.unsettled.take())
+	if final && len(kept) > 0 {
+		flushCtx, cancel := context.WithTimeout(ctx, c.timing.flushWait)
+		err := c.writes.settle(flushCtx)
+		cancel()
+		if err == nil {
+			kept = c.rewrite(g, kept)
+		}
+	}
+	c.unsettled.keep(kept)
+}
+
+// rewrite is rewriteGroups on names; it returns the groups kept for later.
+func (c *Crawler) rewrite(g frontier.Duplicates, names []groupName) (kept []groupName) {
+	for chunk := range slices.Chunk(names, rewriteBatch) {
+		var (
+			rs      []frontier.Reclaim
+			ws      []*write
+			of      []groupName
+			refetch []string
+		)
+		for _, name := range chunk {
+			if c.groups(c.sources[name.source]) == nil {
+				continue // the source left, or keeps its duplicates now
+			}
+			members, err := g.SameContent(name.source, name.content)
+			if err != nil {
+				c.log.Error("cannot read a group of duplicates", "source", name.source, "content", name.content, "err", err)
+				continue
+			}
+			v := viewOf(members)
+			if v.fetch != "" {
+				refetch = append(refetch, v.fetch)
+			}
+			for _, m := range v.stale {
+				r, w := reclaim(name, v, m)
+				rs, ws, of = append(rs, r), append(ws, w), append(of, name)
+			}
+		}
+		if len(rs) > 0 {
+			kept = append(kept, c.reclaim(g, rs, ws, of)...)
+		}
+		if err := c.front.Refetch(refetch); err != nil {
+			c.log.Error("cannot queue groups of duplicates again", "urls", refetch, "err", err)
+		}
+	}
+	return kept
+}
+
+// reclaim is the change that puts right m's claim in the group name (as
+// read in v), and the write it records.
+func reclaim(name groupName, v groupView, m frontier.Member) (frontier.Reclaim, *write) {
+	id := docfields.ID(m.URL)
+	if m.URL != v.urls[0] {
+		return frontier.Reclaim{URL: m.URL, Content: name.content, From: m.Claim, To: 0, Hash: name.content,
+				Pending: pendingDelete, DocID: id, Detail: "duplicate: " + v.urls[0]},
+			&write{del: true, id: id, url: m.URL, source: name.source}
+	}
+	dups := listed(v.urls)
+	hash := mapping.GroupHash(name.content, dups)
+	return frontier.Reclaim{URL: m.URL, Content: name.content, From: m.Claim, To: v.want, Hash: hash,
+			Pending: pendingIndex, DocID: id, Detail: fmt.Sprintf("duplicates listed: %d", len(dups))},
+		&write{id: id, url: m.URL, source: name.source, fields: docfields.AppendGroupJSON(nil, dups, hash)}
+}
+
+// reclaim records rs in the store and sends the writes of those made;
+// it returns the groups of those refused because a write of theirs is
+// still on its way.
+func (c *Crawler) reclaim(g frontier.Duplicates, rs []frontier.Reclaim, ws []*write, of []groupName) (kept []groupName) {
+	errs, err := g.Reclaim(rs)
+	if err != nil {
+		c.log.Error("cannot rewrite groups of duplicates", "groups", len(slices.Compact(of)), "err", err)
+		return nil
+	}
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if c.log.Enabled(context.Background(), slog.LevelDebug) {
+				c.log.Debug("group of duplicates rewritten from the store", "url", rs[i].URL, "source", ws[i].source,
+					"write", rs[i].Pending, "detail", rs[i].Detail)
+			}
+			c.writes.send(ws[i])
+		case errors.Is(err, frontier.ErrUnsettled):
+			if len(kept) == 0 || kept[len(kept)-1] != of[i] {
+				kept = append(kept, of[i])
+			}
+		}
+	}
+	return kept
 }

@@ -271,7 +271,7 @@ func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write,
 			switch {
 			case o.Content == "":
 			case in != nil && in.members != nil && in.content == o.Content:
-				c.settleMembers(it.Source, in.members)
+				c.settleMembers(it.Source, in.content, in.members)
 			default:
 				c.settleGroup(groups, it.Source, o.Content)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -264,9 +265,47 @@ func wantState(t *testing.T, c *provider.Crawler, u string, state frontier.State
 
 // bulkAction is one action of the file sink's _bulk NDJSON.
 type bulkAction struct {
-	op  string // index or delete
+	op  string // index, update or delete
 	id  string
 	doc *docfields.Document
+	// fields is an update's partial document.
+	fields json.RawMessage
+}
+
+// apply returns the document the index holds after a, given the one it
+// held before (nil for none).
+func (a bulkAction) apply(t *testing.T, before *docfields.Document) *docfields.Document {
+	t.Helper()
+	switch a.op {
+	case "index":
+		return a.doc
+	case "delete":
+		return nil
+	}
+	if before == nil {
+		t.Fatalf("update of %s, which the index does not hold", a.id)
+	}
+	whole, err := json.Marshal(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(whole, &m); err != nil {
+		t.Fatal(err)
+	}
+	var partial map[string]json.RawMessage
+	if err := json.Unmarshal(a.fields, &partial); err != nil {
+		t.Fatalf("update of %s: %v", a.id, err)
+	}
+	maps.Copy(m, partial)
+	if whole, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	after := new(docfields.Document)
+	if err := json.Unmarshal(whole, after); err != nil {
+		t.Fatal(err)
+	}
+	return after
 }
 
 func readBulk(t *testing.T, path string) []bulkAction {
@@ -288,7 +327,8 @@ func readBulk(t *testing.T, path string) []bulkAction {
 		}
 		for op, meta := range action {
 			a := bulkAction{op: op, id: meta.ID}
-			if op == "index" {
+			switch op {
+			case "index":
 				if !sc.Scan() {
 					t.Fatal("index action without a source line")
 				}
@@ -296,6 +336,17 @@ func readBulk(t *testing.T, path string) []bulkAction {
 				if err := json.Unmarshal(sc.Bytes(), a.doc); err != nil {
 					t.Fatalf("source line: %v", err)
 				}
+			case "update":
+				if !sc.Scan() {
+					t.Fatal("update action without a source line")
+				}
+				var body struct {
+					Doc json.RawMessage `json:"doc"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &body); err != nil || body.Doc == nil {
+					t.Fatalf("update source line %s: %v", sc.Bytes(), err)
+				}
+				a.fields = body.Doc
 			}
 			out = append(out, a)
 		}

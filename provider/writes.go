@@ -28,12 +28,14 @@ const (
 	pendingDelete = frontier.PendingDelete
 )
 
-// write is one document write: an index of doc, or a delete by id.
+// write is one document write: an index of doc, an update of the fields
+// of document id (a group's list rewritten), or a delete by id.
 type write struct {
 	del     bool
 	id, url string
 	source  string
 	doc     *docfields.Document
+	fields  []byte
 	// hold holds a delete back from the sink until the end of its cycle
 	// (see holdDelete); why says, for the URL's history, why one is sent.
 	hold bool
@@ -128,8 +130,11 @@ func (wr *writer) send(w *write) {
 // the URL's source, for the acknowledgement.
 func (wr *writer) sendCtx(ctx context.Context, w *write) error {
 	wr.report().expect(w.url, w.source)
-	if w.del {
+	switch {
+	case w.del:
 		return wr.sink.Delete(ctx, w.id, w.url)
+	case w.fields != nil:
+		return wr.sink.Update(ctx, w.id, w.url, w.fields)
 	}
 	return wr.sink.Index(ctx, w.doc)
 }

@@ -325,6 +325,12 @@ func (s *Elasticsearch) Delete(ctx context.Context, id, url string) error {
 	return s.add(ctx, "delete", id, url, nil)
 }
 
+func (s *Elasticsearch) Update(ctx context.Context, id, url string, fields []byte) error {
+	body := make([]byte, 0, len(fields)+8)
+	body = append(append(append(body, `{"doc":`...), fields...), '}')
+	return s.add(ctx, "update", id, url, body)
+}
+
 // add hands a write to the workers, waiting while the sink holds maxHeld.
 func (s *Elasticsearch) add(ctx context.Context, action, id, url string, body []byte) error {
 	select {
@@ -576,6 +582,9 @@ func (s *Elasticsearch) result(w *write, it *bulkItem) Result {
 		out = NotFound
 	case w.action == "delete":
 		out = Deleted
+	case w.action == "update":
+		// "noop" when the fields held these values already.
+		out = Updated
 	}
 	return Result{ID: w.id, URL: w.url, Delete: w.action == "delete", Outcome: out, Status: it.Status}
 }

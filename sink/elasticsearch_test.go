@@ -456,3 +456,70 @@ func TestAPIKeyIsSentAsTheApiKeyAuthorizationHeaderOnEveryRequestAndARefusalName
 		})
 	}
 }
+
+// An update changes the fields it names and keeps the rest as indexed: a
+// group's list of duplicates is rewritten, then emptied, without the
+// page's fields; an update of a document the index does not hold fails
+// with Elasticsearch's reason and creates nothing.
+func TestElasticsearchSinkUpdatesAGroupsListInPlace(t *testing.T) {
+	esURL, index := estest.URL(t), estest.Index(t)
+	var got results
+	ctx := context.Background()
+	s, err := sink.NewElasticsearch(ctx, esConfig(esURL, index), nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, missing := "http://example.test/a", "http://example.test/missing"
+	d := doc(u, "Policy")
+	d.Duplicates, d.ContentHash = []string{u + "?id=1", u + "?id=2"}, "h2"
+	steps := []func() error{
+		func() error { return s.Index(ctx, d) },
+		func() error {
+			return s.Update(ctx, docfields.ID(u), u, docfields.AppendGroupJSON(nil, []string{u + "?id=1"}, "h1"))
+		},
+		func() error {
+			return s.Update(ctx, docfields.ID(missing), missing, docfields.AppendGroupJSON(nil, nil, "h0"))
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hit struct {
+		Source docfields.Document `json:"_source"`
+	}
+	getJSON(t, esURL+"/"+s.PhysicalIndex()+"/_doc/"+docfields.ID(u), &hit)
+	if hit.Source.Title != "Policy" || hit.Source.Body != d.Body || !slices.Equal(hit.Source.Duplicates, []string{u + "?id=1"}) || hit.Source.ContentHash != "h1" {
+		t.Errorf("after the update the document is %+v, want its page's fields, one duplicate and hash h1", hit.Source)
+	}
+	if err := s.Update(ctx, docfields.ID(u), u, docfields.AppendGroupJSON(nil, nil, "h0")); err != nil {
+		t.Fatal(err)
+	}
+	publishAndClose(t, s)
+	hit.Source = docfields.Document{}
+	getJSON(t, esURL+"/"+index+"/_doc/"+docfields.ID(u), &hit)
+	if hit.Source.Title != "Policy" || len(hit.Source.Duplicates) != 0 || hit.Source.ContentHash != "h0" {
+		t.Errorf("after the list was emptied the document is %+v", hit.Source)
+	}
+	if code := getJSON(t, esURL+"/"+index+"/_doc/"+docfields.ID(missing), nil); code != http.StatusNotFound {
+		t.Errorf("an update of a missing document left one: GET %d", code)
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	want := []sink.Outcome{sink.Created, sink.Updated, sink.Failed, sink.Updated}
+	for i, res := range got.all {
+		if i >= len(want) || res.Outcome != want[i] || res.Delete {
+			t.Errorf("outcome %d: %+v, want %s", i, res, want[min(i, len(want)-1)])
+		}
+	}
+	if len(got.all) != len(want) {
+		t.Fatalf("%d outcomes, want %d", len(got.all), len(want))
+	}
+	if r := got.all[2]; !strings.Contains(r.Reason, "document_missing") || r.URL != missing {
+		t.Errorf("the update of a missing document failed with %+v, want Elasticsearch's document_missing reason", r)
+	}
+}

@@ -109,9 +109,10 @@ type bulkMeta struct {
 	ID    string `json:"_id"`
 }
 
-// bulkAction is an action line: {"index": …} or {"delete": …}.
+// bulkAction is an action line: {"index": …}, {"update": …} or {"delete": …}.
 type bulkAction struct {
 	Index  *bulkMeta `json:"index,omitempty"`
+	Update *bulkMeta `json:"update,omitempty"`
 	Delete *bulkMeta `json:"delete,omitempty"`
 }
 
@@ -122,6 +123,20 @@ func (s *File) Index(_ context.Context, doc *docfields.Document) error {
 			return err
 		}
 		s.buf = append(doc.AppendJSON(s.buf[:0]), '\n')
+		n, err := s.w.Write(s.buf)
+		s.written += int64(n)
+		return err
+	})
+}
+
+// Update writes an update action with fields as its partial document:
+// {"doc": fields}, as _bulk takes it.
+func (s *File) Update(_ context.Context, id, url string, fields []byte) error {
+	return s.write(Result{ID: id, URL: url, Outcome: Written}, func() error {
+		if err := s.enc.Encode(bulkAction{Update: &bulkMeta{Index: s.index, ID: id}}); err != nil {
+			return err
+		}
+		s.buf = append(append(append(s.buf[:0], `{"doc":`...), fields...), "}\n"...)
 		n, err := s.w.Write(s.buf)
 		s.written += int64(n)
 		return err

@@ -1,13 +1,17 @@
 package sink_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -84,5 +88,52 @@ func TestFileSinkSyncsAndAcknowledgesInTheBackgroundWithoutAFlush(t *testing.T) 
 	raw, err := os.ReadFile(path)
 	if err != nil || bytes.Count(raw, []byte("\n")) != 2 {
 		t.Errorf("after the acknowledgement the file holds %q (%v), want the action and the document", raw, err)
+	}
+}
+
+// The file sink writes an update as _bulk takes it: the action, then the
+// partial document under "doc".
+func TestFileSinkWritesAnUpdateAsBulkTakesIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "docs.ndjson")
+	var got results
+	s, err := sink.NewFileEvery(path, "web", got.add, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	u := "http://example.test/a"
+	if err := s.Update(ctx, docfields.ID(u), u, docfields.AppendGroupJSON(nil, []string{u + "?id=1"}, "h1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if outs := got.outcomes(); !slices.Equal(outs, []sink.Outcome{sink.Written}) {
+		t.Errorf("outcomes %v, want one written", outs)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) != 2 {
+		t.Fatalf("the file holds %d lines, want 2: %q", len(lines), lines)
+	}
+	var action map[string]struct {
+		Index string `json:"_index"`
+		ID    string `json:"_id"`
+	}
+	var body struct {
+		Doc map[string]any `json:"doc"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &action); err != nil || action["update"].ID != docfields.ID(u) || action["update"].Index != "web" {
+		t.Errorf("action line %s (%v), want an update of %s in web", lines[0], err, docfields.ID(u))
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &body); err != nil || body.Doc["doc_content_hash"] != "h1" || len(body.Doc) != 2 {
+		t.Errorf("source line %s (%v), want the list and the hash under doc", lines[1], err)
 	}
 }

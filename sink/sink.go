@@ -45,6 +45,11 @@ type Result struct {
 type Sink interface {
 	Index(ctx context.Context, doc *docfields.Document) error
 	Delete(ctx context.Context, id, url string) error
+	// Update changes the fields of the document id that fields (a JSON
+	// object) holds and keeps the others as indexed: the list of a group
+	// of duplicates rewritten without fetching its page again. A document
+	// the index does not hold is not created: the write fails.
+	Update(ctx context.Context, id, url string, fields []byte) error
 	Flush(ctx context.Context) error
 	// Publish makes everything acknowledged so far what searches see: for
 	// Elasticsearch, a refresh and the alias moved to the physical index.

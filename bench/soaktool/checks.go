@@ -32,7 +32,7 @@ func (c *checker) settled(ok bool, figures string) {
 func (c *checker) index() error {
 	e := es{base: c.opts.ES}
 	docs := map[string]map[string]indexedDoc{}
-	for _, src := range []string{"site", "trap", "bombs", "drips", "redirects", "lies"} {
+	for _, src := range []string{"site", "trap", "bombs", "drips", "redirects", "lies", "churn", "fanout"} {
 		d, err := e.docs(c.opts.Index, src)
 		if err != nil {
 			return fmt.Errorf("reading the index: %w", err)
@@ -44,6 +44,7 @@ func (c *checker) index() error {
 	c.lies(docs["lies"])
 	c.redirects(docs["redirects"])
 	c.drips(docs["drips"])
+	c.churn(docs["churn"])
 	c.trapDocs = len(docs["trap"])
 	return nil
 }
@@ -347,6 +348,10 @@ func (c *checker) exit(after time.Duration, stopErr error) {
 	c.add("exits 0 within seconds of SIGTERM", stopErr == nil && code == 0 && after <= c.opts.ExitWithin, "%s", figures)
 	crashes, errs := logProblems(c.svc.logPath)
 	early := c.svc.exitedEarly()
+	if m, ok := c.svc.killedForMemory(); ok {
+		c.add("not killed for memory", false, "the soak killed the service %s after the start at %.0f MiB RssAnon, past 4× the bound of %d MiB",
+			clock(m.At.Sub(c.res.Start)), mib(m.AnonKB), c.opts.MaxRSSMB)
+	}
 	outcomes := map[string]int{}
 	for _, cy := range c.res.Cycles {
 		outcomes[cy.Outcome]++

@@ -40,9 +40,9 @@ sources:
 		fmt.Fprintf(&b, `  - name: %s
     start_urls: ["%s/"]
     discovery_interval: 1m
-    use_sitemaps: false
+    use_sitemaps: %v
     politeness: {delay: %s, max_parallel_per_host: %d}
-`, name, h.URL, duration(h.delay), h.maxParallel)
+`, name, h.URL, name == "fanout", duration(h.delay), h.maxParallel)
 		b.WriteString(extra)
 	}
 	src("site", "    max_age: 1s\n")
@@ -58,6 +58,11 @@ sources:
 	src("redirects", "    max_age: 1s\n    honored_query_params: [hop]\n")
 	// The lies are one text in several encodings: each is checked as a document of its own.
 	src("lies", "    max_age: 1s\n    keep_duplicates: true\n")
+	// Every copy is a new URL one link deeper: the budget (200 URLs, so 200 links deep at
+	// most), not the depth, ends the chain.
+	src("churn", fmt.Sprintf("    max_age: 1s\n    max_link_depth: 1000\n    honored_query_params: [id]\n    budget: {max_urls: %d}\n", churnMaxURLs))
+	// Its robots.txt names the sitemaps that never end (use_sitemaps, above).
+	src("fanout", "    max_age: 1s\n")
 	return b.String()
 }
 

@@ -125,10 +125,15 @@ func serve(name string, h http.Handler, maxParallel int, delay time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
+	return serveOn(ln, name, h, maxParallel, delay), nil
+}
+
+// serveOn starts h on ln: hosts that link one another know their addresses before they serve.
+func serveOn(ln net.Listener, name string, h http.Handler, maxParallel int, delay time.Duration) *host {
 	hs := &host{name: name, URL: "http://" + ln.Addr().String(), maxParallel: maxParallel, delay: delay, rec: &recorder{}}
 	hs.srv = &http.Server{Handler: hs.rec.wrap(h), ReadHeaderTimeout: time.Minute}
 	go hs.srv.Serve(ln)
-	return hs, nil
+	return hs
 }
 
 // close stops the server and waits for every handler, so the requests recorded are all there
@@ -148,6 +153,8 @@ type hostileSites struct {
 	// robotsLoop is the redirect host's robots.txt.
 	robotsLoop *hostile.Redirects
 	lies       map[string]lie
+	churn      *churn
+	fanout     *fanout
 }
 
 // lie is a page whose headers do not describe its bytes, and the title the index must hold for
@@ -209,6 +216,8 @@ func newHostileSites(seed uint64, bombSize int64) (*hostileSites, error) {
 		},
 		robotsLoop: &hostile.Redirects{Hops: 3, Loop: true},
 		lies:       lies(),
+		churn:      newChurn(seed),
+		fanout:     &fanout{},
 	}
 	for _, b := range hs.bombs {
 		if _, err := b.Body(); err != nil {
@@ -254,6 +263,8 @@ func startHosts(s *site, hs *hostileSites) (map[string]*host, error) {
 			"/robots.txt":   hs.robotsLoop,
 			"/landing.html": landingHandler(), "/far.html": landingHandler()}), 1, 20 * time.Millisecond},
 		{"lies", mux("Lies", hs.lies, nil), 2, 20 * time.Millisecond},
+		{"churn", hs.churn, 1, 20 * time.Millisecond},
+		{"fanout", hs.fanout, 1, 20 * time.Millisecond},
 	}
 	hosts := map[string]*host{}
 	for _, sp := range specs {
@@ -264,6 +275,8 @@ func startHosts(s *site, hs *hostileSites) (map[string]*host, error) {
 		}
 		hosts[sp.name] = h
 	}
+	// Its sitemaps name their children by absolute URL; no request comes before the service starts.
+	hs.fanout.base = hosts["fanout"].URL
 	return hosts, nil
 }
 

@@ -12,10 +12,11 @@ import (
 
 // indexedDoc is a document as the alias holds it.
 type indexedDoc struct {
-	URL    string `json:"doc_url"`
-	Title  string `json:"doc_title"`
-	Body   string `json:"doc_body"`
-	Source string `json:"doc_source"`
+	URL        string   `json:"doc_url"`
+	Title      string   `json:"doc_title"`
+	Body       string   `json:"doc_body"`
+	Source     string   `json:"doc_source"`
+	Duplicates []string `json:"doc_duplicates"`
 }
 
 // maxDocs is the most documents the soak reads back per source: Elasticsearch's default
@@ -77,7 +78,7 @@ func (e es) docs(alias, source string) (map[string]indexedDoc, error) {
 		"size":             maxDocs,
 		"track_total_hits": true,
 		"query":            map[string]any{"term": map[string]any{"doc_source": source}},
-		"_source":          []string{"doc_url", "doc_title", "doc_body", "doc_source"},
+		"_source":          []string{"doc_url", "doc_title", "doc_body", "doc_source", "doc_duplicates"},
 	}
 	if err := e.do(http.MethodPost, "/"+url.PathEscape(alias)+"/_search", q, &res); err != nil {
 		return nil, err

@@ -3,11 +3,13 @@
 // redirect loops, lying charsets) and an Elasticsearch node behind a fault-injection proxy, then
 // checks that the index equals what the ordinary site serves, that memory stayed bounded, that
 // no host got more than its politeness allowed, that every fault happened and that the service
-// stopped cleanly on SIGTERM. bench/README.md describes the schedule and each check.
+// stopped cleanly on SIGTERM; beside it, two `crawlspace run` processes share a crawl whose state
+// node refuses connections mid-crawl, and must finish it. bench/README.md describes the schedule
+// and each check.
 //
 //	soaktool -crawlspace BIN -dir DIR [-es URL] [-index NAME] [-duration 10m] [-seed N]
 //	         [-pages N] [-bomb-mib N] [-max-rss-mb N] [-max-state-mb N] [-exit-within D]
-//	         [-out FILE] [-line TEXT]...
+//	         [-cluster=false] [-out FILE] [-line TEXT]...
 //
 // It prints the results as Markdown, writes them to -out too, and exits 1 when a check fails.
 package main
@@ -50,6 +52,7 @@ func run(args []string) int {
 	fs.Int64Var(&o.MaxRSSMB, "max-rss-mb", 500, "bound on the service's peak anonymous memory (RssAnon), MiB")
 	fs.Int64Var(&o.MaxStateMB, "max-state-mb", 64, "bound on the state directory at the end, MiB")
 	fs.DurationVar(&o.ExitWithin, "exit-within", 20*time.Second, "how soon after SIGTERM the service must exit")
+	fs.BoolVar(&o.Cluster, "cluster", true, "also run two crawlspace processes sharing a crawl whose state node is refused mid-crawl")
 	fs.StringVar(&out, "out", "", "also write the Markdown results to this file")
 	fs.Var(&extra, "line", "a line for the results' header (repeatable)")
 	if err := fs.Parse(args); err != nil {

@@ -34,6 +34,12 @@ type service struct {
 	state    *os.ProcessState
 	waitErr  error
 
+	// killAboveKB is the RssAnon past which the soak kills the service (0: never): the memory
+	// check has failed by then, and a service whose memory runs away would take the machine
+	// with it before the soak ends. killedAt is the sample that did it.
+	killAboveKB int64
+	killedAt    memSample
+
 	mu       sync.Mutex
 	samples  []memSample
 	cycles   []cycle
@@ -144,7 +150,13 @@ func (s *service) watch() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		s.sample()
+		if m := s.sample(); s.killAboveKB > 0 && m.AnonKB > s.killAboveKB {
+			s.mu.Lock()
+			s.killedAt = m
+			s.mu.Unlock()
+			s.kill()
+			return
+		}
 		s.readReport()
 		select {
 		case <-s.exited:
@@ -154,7 +166,8 @@ func (s *service) watch() {
 	}
 }
 
-func (s *service) sample() {
+// sample notes the process's memory now, and returns it.
+func (s *service) sample() memSample {
 	m := memSample{At: time.Now()}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
 	if err == nil {
@@ -172,11 +185,19 @@ func (s *service) sample() {
 		}
 	}
 	if !m.Running {
-		return
+		return m
 	}
 	s.mu.Lock()
 	s.samples = append(s.samples, m)
 	s.mu.Unlock()
+	return m
+}
+
+// killedForMemory is the sample past killAboveKB that had the soak kill the service.
+func (s *service) killedForMemory() (memSample, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killedAt, !s.killedAt.At.IsZero()
 }
 
 // readReport notes the cycle the report file holds; the file is rewritten after each cycle, so a

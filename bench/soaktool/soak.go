@@ -28,7 +28,10 @@ type Options struct {
 	MaxRSSMB   int64 // bound on the service's peak RssAnon
 	MaxStateMB int64 // bound on the state directory at the end
 	ExitWithin time.Duration
-	Progress   io.Writer // a line per event of the soak; nil for none
+	// Cluster runs the cluster of two beside the service: two more crawlspace processes and
+	// a state-node outage (cluster.go).
+	Cluster  bool
+	Progress io.Writer // a line per event of the soak; nil for none
 }
 
 // The service's settings the checks depend on.
@@ -37,6 +40,7 @@ const (
 	fetchTimeout     = 4 * time.Second // fetch.timeout: the drips end here
 	trapMaxURLs      = 600             // the trap source's budget.max_urls
 	trapPagesPerCyle = 150             // the trap source's budget.max_pages_per_cycle
+	churnMaxURLs     = 200             // the churn source's budget.max_urls
 	// The faults take at least faultShare percent of the run, the site's changes end at
 	// changeShare percent: the rest of the run is the fault-free, change-free end.
 	faultShare  = 40
@@ -98,6 +102,7 @@ type soak struct {
 	hosts map[string]*host
 	proxy *faultproxy.Proxy
 	svc   *service
+	cl    *cluster // the two processes sharing a crawl whose state node fails
 	logMu sync.Mutex
 
 	hostsOnce sync.Once
@@ -166,9 +171,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	c.trap()
 	c.memory()
+	c.fanout()
 	c.politeness()
 	c.faults()
 	c.exit(exitAfter, stopErr)
+	if s.cl != nil {
+		c.cluster()
+	}
 	return res, nil
 }
 
@@ -198,8 +207,17 @@ func begin(ctx context.Context, opts Options) (_ *soak, err error) {
 	if s.svc, err = startService(ctx, opts.Crawlspace, cfg, opts.Dir); err != nil {
 		return nil, err
 	}
+	s.svc.killAboveKB = 4 * opts.MaxRSSMB << 10
 	go s.svc.watch()
 	s.logf("crawlspace run (pid %d) serves %s; site %s", s.svc.pid, s.svc.metricsURL, s.hosts["site"].URL)
+	if !opts.Cluster {
+		return s, nil
+	}
+	if s.cl, err = startCluster(ctx, opts); err != nil {
+		return nil, err
+	}
+	go s.cl.run(ctx, s.logf)
+	s.logf("cluster: crawlspace run a (pid %d) and b (pid %d) share a crawl of %d hosts", s.cl.procs[0].pid, s.cl.procs[1].pid, clusterHosts)
 	return s, nil
 }
 
@@ -211,6 +229,9 @@ func (s *soak) close() {
 	s.closeHosts()
 	if s.proxy != nil {
 		s.proxy.Close()
+	}
+	if s.cl != nil {
+		s.cl.close()
 	}
 }
 

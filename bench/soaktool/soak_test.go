@@ -41,6 +41,9 @@ func TestShortSoakAgainstTheRealNodePassesEveryCheck(t *testing.T) {
 	// A guard against a soak that hangs, not a measure: the soak ends itself.
 	ctx, cancel := context.WithTimeout(context.Background(), *soakDuration+15*time.Minute)
 	defer cancel()
+	// Without the cluster of two (Options.Cluster): its outage is
+	// TestTwoRunProcessesFinishTheCrawlAfterAnOutageOfTheStateNode's (cmd/crawlspace), and two
+	// more processes on the suite's two cores would make this test longer.
 	res, err := Run(ctx, Options{ES: node, Crawlspace: bin, Dir: run, Index: alias, Duration: *soakDuration,
 		Seed: 7, Pages: 100, BombSize: 256 << 20, MaxRSSMB: 500, MaxStateMB: 64,
 		// Generous: the service exits in milliseconds; a hang is what this catches.

@@ -295,3 +295,53 @@ func (s *Store) ContentOf(url string) (string, int, error) {
 	}
 	return a.Source.Dup, a.Source.Claim, nil
 }
+
+// Reclaim makes the changes of rs: see frontier.Duplicates. The claim is
+// in the URL's document beside its record, so each change is one partial
+// update, made only if the document is still as read. A URL this process
+// has leased is refused; one another process has leased is not known
+// here, and its outcome, stored after, settles its group again.
+func (s *Store) Reclaim(rs []frontier.Reclaim) ([]error, error) {
+	byURL := make(map[string]*frontier.Reclaim, len(rs))
+	at := make(map[string]int, len(rs)) // where a URL is in urls
+	urls := make([]string, 0, len(rs))
+	for i := range rs {
+		if _, ok := at[rs[i].URL]; !ok {
+			at[rs[i].URL] = len(urls)
+			urls = append(urls, rs[i].URL)
+		}
+		byURL[rs[i].URL] = &rs[i]
+	}
+	_, changed, errs, err := s.changeStored(urls, func(d *doc, r *frontier.Record, note func(...frontier.Event)) (map[string]any, bool, error) {
+		rc := byURL[r.URL]
+		switch {
+		case s.leased(r.URL):
+			return nil, false, frontier.ErrLeased
+		case d.Dup != rc.Content || d.Claim != max(rc.From, 0) || r.State == frontier.Error || r.State == frontier.Excluded:
+			return nil, false, frontier.ErrStale
+		case r.Pending != "" || rc.Pending == frontier.PendingIndex && !r.Indexed:
+			return nil, false, frontier.ErrUnsettled
+		}
+		r.Hash, r.Pending, r.DocID = rc.Hash, rc.Pending, rc.DocID
+		note(frontier.Event{Kind: frontier.EventWriteSent, Reason: rc.Pending, Detail: rc.Detail})
+		return map[string]any{"claim": max(rc.To, 0)}, true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// As an outcome's write: its partition is given back once it is
+	// acknowledged.
+	q := s.sched
+	q.mu.Lock()
+	for i, u := range urls {
+		if changed[i] {
+			q.unacked[u] = s.partition(urlnorm.Origin(u))
+		}
+	}
+	q.mu.Unlock()
+	out := make([]error, len(rs))
+	for i := range rs {
+		out[i] = errs[at[rs[i].URL]]
+	}
+	return out, nil
+}

@@ -214,3 +214,86 @@ func TestAnOutcomeMovesItsURLBetweenGroupsAndLeavingMembersAreNotListed(t *testi
 		t.Errorf("group x after its member was excluded is %v, want %v", got, want)
 	}
 }
+
+// A Reclaim changes a member's claim, with its write recorded pending,
+// only where the store still holds what the crawler read, as the embedded
+// store's does.
+func TestAReclaimChangesAClaimOnlyWhereTheGroupIsAsRead(t *testing.T) {
+	t.Parallel()
+	s := openHistory(t, frontier.DefaultHistory)
+	if _, err := s.BeginCycle(); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := "http://a.test/a", "http://a.test/bb", "http://b.test/ccc"
+	for _, u := range []string{a, b, c} {
+		if _, err := s.Add(item(u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := map[string]int{a: 5, b: 3, c: 4}
+	if _, err := completeAll(s, func(u string) frontier.Outcome {
+		return frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h", Content: "h", Claim: claims[u],
+			Pending: frontier.PendingIndex, DocID: u}
+	}, func(string, frontier.Outcome) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// a's and b's documents landed; c's is still on its way.
+	if _, err := s.Acknowledge([]frontier.Ack{{URL: a}, {URL: b}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := []frontier.Reclaim{
+		{URL: a, Content: "h", From: 5, To: 9, Hash: "h9", Pending: frontier.PendingIndex, DocID: a, Detail: "duplicates listed: 2"},
+		{URL: b, Content: "h", From: 2, To: 0, Hash: "h", Pending: frontier.PendingDelete, DocID: b},
+		{URL: c, Content: "h", From: 4, To: 0, Hash: "h", Pending: frontier.PendingDelete, DocID: c},
+		{URL: "http://a.test/unknown", Content: "h", From: 1, To: 0, Pending: frontier.PendingDelete},
+	}
+	errs, err := s.Reclaim(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, frontier.ErrStale, frontier.ErrUnsettled, frontier.ErrNotFound} {
+		if !errors.Is(errs[i], want) {
+			t.Errorf("Reclaim of %s (%d → %d) = %v, want %v", rs[i].URL, rs[i].From, rs[i].To, errs[i], want)
+		}
+	}
+	if got, want := members(t, s, "h"), map[string]int{a: 9, b: 3, c: 4}; !maps.Equal(got, want) {
+		t.Errorf("group after the reclaims = %v, want %v", got, want)
+	}
+	rec, ok, err := s.Get(a)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if rec.Hash != "h9" || rec.Pending != frontier.PendingIndex || rec.DocID != a || !rec.Indexed {
+		t.Errorf("a's record after its reclaim: hash %q, pending %q, doc %q, indexed %v", rec.Hash, rec.Pending, rec.DocID, rec.Indexed)
+	}
+	events, err := s.History(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 {
+		t.Fatal("a has no history")
+	}
+	if e := events[len(events)-1]; e.Kind != frontier.EventWriteSent || e.Reason != frontier.PendingIndex || e.Detail != "duplicates listed: 2" {
+		t.Errorf("a's last event is %+v, want the write sent", e)
+	}
+
+	// A URL this process has leased is its lease's.
+	if _, err := s.Acknowledge([]frontier.Ack{{URL: a}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refetch([]string{a}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Item().URL != a {
+		t.Fatalf("leased %s, want %s", l.Item().URL, a)
+	}
+	errs, err = s.Reclaim([]frontier.Reclaim{{URL: a, Content: "h", From: 9, To: 11, Hash: "h11", Pending: frontier.PendingIndex, DocID: a}})
+	if err != nil || !errors.Is(errs[0], frontier.ErrLeased) {
+		t.Errorf("Reclaim of a leased URL = %v, %v; want %v", errs, err, frontier.ErrLeased)
+	}
+	l.Release()
+}

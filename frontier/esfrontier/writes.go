@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -62,6 +63,15 @@ func (s *Store) change(urls []string, fn func(r *frontier.Record) (bool, error))
 // whole: the records are read without it and written back as partial
 // updates of every other field plus the slots the events fill.
 func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note func(...frontier.Event)) (bool, error)) ([]frontier.Record, []bool, []error, error) {
+	return s.changeStored(urls, func(_ *doc, r *frontier.Record, note func(...frontier.Event)) (map[string]any, bool, error) {
+		ok, err := fn(r, note)
+		return nil, ok, err
+	})
+}
+
+// changeStored is changeNoting where fn also sees the URL's document as
+// read, for the fields no record holds, and returns more fields to write.
+func (s *Store) changeStored(urls []string, fn func(d *doc, r *frontier.Record, note func(...frontier.Event)) (map[string]any, bool, error)) ([]frontier.Record, []bool, []error, error) {
 	ctx := context.Background()
 	recs := make([]frontier.Record, len(urls))
 	changed := make([]bool, len(urls))
@@ -95,7 +105,7 @@ func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note fun
 			before := r
 			wasWaiting := r.State == frontier.Waiting
 			var evs []frontier.Event
-			ok, ferr := fn(&r, func(e ...frontier.Event) { evs = append(evs, e...) })
+			extra, ok, ferr := fn(&st.doc, &r, func(e ...frontier.Event) { evs = append(evs, e...) })
 			recs[i], errs[i], changed[i] = r, ferr, ok && ferr == nil
 			if !changed[i] {
 				recs[i] = st.doc.record()
@@ -113,6 +123,7 @@ func (s *Store) changeNoting(urls []string, fn func(r *frontier.Record, note fun
 			}
 			// Every field but the history, which keeps the slots not filled.
 			f := wholeDoc(&d)
+			maps.Copy(f, extra)
 			if slots, n := s.histSlots(st.doc.HistN, evs); len(slots) > 0 {
 				f["hist"], f["hn"] = slots, n
 			}
