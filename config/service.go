@@ -191,7 +191,7 @@ func (k *checker) notify(p string, n *Notify) {
 // machine and no TLS in the web configuration. nil otherwise.
 func (c *Config) ServiceWarning() *Error {
 	s := &c.Service
-	if len(s.Tokens) == 0 || s.Address == "" || s.servesTLS() {
+	if len(s.Tokens) == 0 || s.Address == "" || s.ServesTLS() {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(s.Address)
@@ -208,8 +208,8 @@ func (c *Config) ServiceWarning() *Error {
 	return c.Errorf(key, "the control API's tokens would go over plain http, readable and reusable by anyone on the network path: listen on 127.0.0.1, or give service.web_config_file a tls_server_config")
 }
 
-// servesTLS says whether the web configuration turns TLS on.
-func (s *Service) servesTLS() bool {
+// ServesTLS says whether the web configuration turns TLS on.
+func (s *Service) ServesTLS() bool {
 	if s.WebConfigFile == "" {
 		return false
 	}
