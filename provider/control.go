@@ -188,7 +188,7 @@ const (
 // judged is a URL of a request as the crawl space decides it.
 type judged struct {
 	d   URLDecision
-	src *source
+	to  *rules.Source
 	url string // as crawled
 	rec *frontier.Record
 	dec rules.Decision
@@ -218,8 +218,7 @@ func (c *Crawler) judge(raws []string) ([]judged, error) {
 			}
 		}
 		if to != nil {
-			j.d.Source = to.Name
-			j.src = c.sources[to.Name]
+			j.d.Source, j.to = to.Name, to
 		}
 		j.url, j.dec = u, d
 		if !d.Crawl {
@@ -250,7 +249,7 @@ func (c *Crawler) Recrawl(raws []string) ([]URLDecision, error) {
 	var fresh []frontier.Item
 	for i := range js {
 		if j := &js[i]; j.d.Decision == "" && j.rec == nil {
-			fresh = append(fresh, frontier.Item{URL: j.url, Source: j.src.cfg.Name, Class: classOf(j.dec), Shift: j.dec.Priority})
+			fresh = append(fresh, foundItem(j.to, j.url, 0, j.dec))
 		}
 	}
 	if len(fresh) > 0 {
@@ -333,7 +332,7 @@ func (c *Crawler) Remove(ctx context.Context, raws []string) ([]URLDecision, err
 			case errors.Is(errs[k], frontier.ErrLeased):
 				continue // asked again below
 			case errors.Is(errs[k], frontier.ErrNotFound):
-				unknown = append(unknown, frontier.Item{URL: u, Source: j.src.cfg.Name, Class: classOf(j.dec), Shift: j.dec.Priority})
+				unknown = append(unknown, foundItem(j.to, u, 0, j.dec))
 				j.d.Decision, j.d.Document = DecisionDeleted, new(false)
 			case errs[k] != nil:
 				return nil, errs[k]

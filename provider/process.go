@@ -49,8 +49,14 @@ func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth 
 		ds.refused.add(to, u, depth, d)
 		return nil
 	}
-	ds.items = append(ds.items, frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority})
+	ds.items = append(ds.items, foundItem(to, u, depth, d))
 	return &ds.items[len(ds.items)-1]
+}
+
+// foundItem is the queue item of u, found depth links from a start URL,
+// which to's crawl space holds with decision d.
+func foundItem(to *rules.Source, u string, depth int, d rules.Decision) frontier.Item {
+	return frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority}
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
