@@ -1,8 +1,9 @@
 // Package control is the control API of `crawlspace run` (docs/api.md):
 // HTTP calls on the service's address that start cycles, pause and resume
-// sources, crawl or delete URLs at once and read the status, each
-// authenticated by a named bearer token; and the notifications the service
-// sends at the end of each cycle, signed with HMAC-SHA256.
+// sources, crawl or delete URLs at once, confirm a source's held deletes
+// and read the status, each authenticated by a named bearer token; and the
+// notifications the service sends at the end of each cycle, signed with
+// HMAC-SHA256.
 package control
 
 import (
@@ -30,6 +31,9 @@ type Crawler interface {
 	DiscoverNow(names ...string) error
 	Recrawl(urls []string) ([]provider.URLDecision, error)
 	Remove(ctx context.Context, urls []string) ([]provider.URLDecision, error)
+	// ConfirmDeletes sends the deletes a source's hold_deletes holds, as
+	// `crawlspace confirm-deletes` does.
+	ConfirmDeletes(ctx context.Context, source string) (int, error)
 	// Current is the running cycle's report, or the last one's.
 	Current() *provider.Report
 }
@@ -90,6 +94,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/cycles", (*API).startCycle},
 	{"POST", "/api/v1/sources/{source}/pause", (*API).pause},
 	{"POST", "/api/v1/sources/{source}/resume", (*API).resume},
+	{"POST", "/api/v1/sources/{source}/confirm-deletes", (*API).confirmDeletes},
 	{"POST", "/api/v1/urls/recrawl", (*API).recrawl},
 	{"POST", "/api/v1/urls/delete", (*API).remove},
 }
@@ -405,4 +410,23 @@ func (a *API) remove(w http.ResponseWriter, r *http.Request, _ string) (int, any
 		return failed(err)
 	}
 	return http.StatusOK, newURLsAnswer(ds)
+}
+
+// ConfirmAnswer says how many held deletes a confirmation sent.
+type ConfirmAnswer struct {
+	Source string `json:"source"`
+	Sent   int    `json:"sent"`
+}
+
+func (a ConfirmAnswer) summary() []any { return []any{"source", a.Source, "sent", a.Sent} }
+
+// confirmDeletes sends the deletes the source's guard holds, within the
+// request's time: the call waits for them to land, as the command does.
+func (a *API) confirmDeletes(_ http.ResponseWriter, r *http.Request, _ string) (int, any) {
+	name := r.PathValue("source")
+	n, err := a.o.Crawler.ConfirmDeletes(r.Context(), name)
+	if err != nil {
+		return failed(err)
+	}
+	return http.StatusOK, ConfirmAnswer{Source: name, Sent: n}
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/control"
@@ -56,12 +57,19 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{log: &lockedBuffer{}}
-	f.site = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, `<html><head><title>%s</title></head><body><a href="/a.html">a</a></body></html>`, r.URL.Path)
 	}))
-	t.Cleanup(f.site.Close)
+	t.Cleanup(site.Close)
+	return newFixtureOn(t, site, "")
+}
+
+// newFixtureOn is the fixture over site, with extra (YAML keys at the
+// source's indentation) added to its source.
+func newFixtureOn(t *testing.T, site *httptest.Server, extra string) *fixture {
+	t.Helper()
+	f := &fixture{log: &lockedBuffer{}, site: site}
 	cfg := crawltest.Config(t, fmt.Sprintf(`output: {file: %q}
 allow_private_networks: true
 service:
@@ -73,7 +81,7 @@ sources:
   - name: site
     start_urls: [%q]
     exclude: [/private/]
-`, t.TempDir()+"/docs.ndjson", cmsToken, opsToken, f.site.URL+"/"))
+%s`, t.TempDir()+"/docs.ndjson", cmsToken, opsToken, f.site.URL+"/", extra))
 	f.c = crawltest.New(t, cfg)
 	if _, err := f.c.Crawl(context.Background()); err != nil {
 		t.Fatal(err)
@@ -177,14 +185,17 @@ func TestTheServedCallsAreTheOpenAPIDocumentsCalls(t *testing.T) {
 // token is logged with the token's name, never the token.
 func TestCallsWithoutAValidTokenAreRefusedAndChangeNothing(t *testing.T) {
 	f := newFixture(t)
+	// Every call served, a new one included, and an unknown one.
+	calls := []struct{ method, path, body string }{{"GET", "/api/v1/nothing", ""}}
+	for _, r := range control.Routes {
+		body := ""
+		if strings.HasPrefix(r.Path, "/api/v1/urls/") {
+			body = `{"urls": ["` + f.site.URL + `/a.html"]}`
+		}
+		calls = append(calls, struct{ method, path, body string }{r.Method, strings.ReplaceAll(r.Path, "{source}", "site"), body})
+	}
 	for _, h := range [][]string{nil, bearer("wrong-token-0123456789"), {"Authorization", "Basic " + cmsToken}, bearer("")} {
-		for _, call := range []struct{ method, path, body string }{
-			{"POST", "/api/v1/sources/site/pause", ""},
-			{"POST", "/api/v1/urls/delete", `{"urls": ["` + f.site.URL + `/a.html"]}`},
-			{"POST", "/api/v1/cycles", ""},
-			{"GET", "/api/v1/status", ""},
-			{"GET", "/api/v1/nothing", ""},
-		} {
+		for _, call := range calls {
 			status, ans := f.call(t, call.method, call.path, call.body, h...)
 			if status != http.StatusUnauthorized || !strings.Contains(ans["error"].(string), "token") {
 				t.Errorf("%s %s with %q: %d %v, want 401", call.method, call.path, h, status, ans)
@@ -281,6 +292,54 @@ func TestTheCallsPauseResumeStartRecrawlAndDelete(t *testing.T) {
 	}
 	if status, ans = f.call(t, "POST", "/api/v1/urls/recrawl", `{"urls": [`+strings.Join(many, ",")+`]}`, tok...); status != 400 {
 		t.Errorf("%d URLs: %d %v", len(many), status, ans)
+	}
+}
+
+// A confirmation through the API sends the deletes a source's guard holds,
+// as confirm-deletes does; without a token it sends nothing.
+func TestConfirmDeletesSendsTheHeldDeletes(t *testing.T) {
+	t.Parallel()
+	var gone atomic.Bool
+	f := newFixtureOn(t, crawltest.VanishingSite(t, 2, &gone), `    max_age: 1ns
+    hold_deletes: {min_count: 0}
+`)
+	gone.Store(true)
+	if _, err := f.c.Crawl(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	held := func() int {
+		h, err := f.c.HeldDeletes("site")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			return 0
+		}
+		return h.Count
+	}
+	if n := held(); n != 3 {
+		t.Fatalf("the cycle of a vanished site holds %d deletes, want 3", n)
+	}
+	path := "/api/v1/sources/site/confirm-deletes"
+	if status, ans := f.call(t, "POST", path, ""); status != 401 || held() != 3 {
+		t.Errorf("a confirmation without a token: %d %v, %d deletes held; want 401 and 3 held", status, ans, held())
+	}
+	if status, ans := f.call(t, "POST", "/api/v1/sources/nope/confirm-deletes", "", bearer(opsToken)...); status != 404 {
+		t.Errorf("a confirmation of an unknown source: %d %v, want 404", status, ans)
+	}
+	if status, ans := f.call(t, "POST", path, "", bearer(opsToken)...); status != 200 || ans["sent"] != 3.0 || ans["source"] != "site" {
+		t.Errorf("confirmation: %d %v, want 200 and 3 sent", status, ans)
+	}
+	if n := held(); n != 0 {
+		t.Errorf("%d deletes held after the confirmation", n)
+	}
+	r, _, _ := f.c.Frontier().Get(f.site.URL + "/p/1")
+	if r.Indexed || r.Pending != "" {
+		t.Errorf("a confirmed delete's page: indexed %v, pending %q; want its delete landed", r.Indexed, r.Pending)
+	}
+	if !strings.Contains(f.log.String(), `"path":"/api/v1/sources/site/confirm-deletes","status":200`) ||
+		!strings.Contains(f.log.String(), `"sent":3`) {
+		t.Errorf("the log lacks the confirmation with its count:\n%s", f.log)
 	}
 }
 
