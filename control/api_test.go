@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,22 +26,7 @@ const (
 )
 
 // lockedBuffer is a log the service and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = crawltest.LockedBuffer
 
 // fixture is the API of a real crawler over a loopback site, served on
 // loopback, with its log.
