@@ -23,8 +23,13 @@ type Config struct {
 	// AllowPrivateNetworks permits requests to loopback, link-local and private
 	// ranges. Off by default so a crawler inside a network cannot be steered
 	// at internal services by a link on a public page.
-	AllowPrivateNetworks bool   `yaml:"allow_private_networks"`
-	MetricsAddr          string `yaml:"metrics_addr"`
+	AllowPrivateNetworks bool `yaml:"allow_private_networks"`
+	// MetricsAddr is the older spelling of Service.Address; after Load both
+	// hold the service's address.
+	MetricsAddr string `yaml:"metrics_addr"`
+	// Service is the address of `crawlspace run`: metrics, the status page
+	// and the control API, and the notifications of its cycles.
+	Service Service `yaml:"service"`
 	// Log controls the structured log (text or json).
 	Log Log `yaml:"log"`
 	// Fetch holds the limits shared by every source: global concurrency,

@@ -261,6 +261,9 @@ func TestEveryKeyFileCoversEveryKey(t *testing.T) {
 		f := fieldsOf(t)
 		for _, name := range f.names {
 			p := joinPath(path, name)
+			if p == "metrics_addr" {
+				continue // service.address's older name, not written beside it
+			}
 			if !written[p] {
 				missing = append(missing, p)
 			}

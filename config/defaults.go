@@ -25,6 +25,9 @@ import (
 //	cluster.elasticsearch (a block)         as elasticsearch: addresses, shards, replicas, request_timeout
 //	output.file                             out/documents.ndjson, only when elasticsearch is absent
 //	log.format, log.level                   text, info
+//	service.address                         127.0.0.1:9108 when a service block is written; else
+//	                                        metrics_addr, its older name (none: nothing listens)
+//	service.notify[].timeout, .attempts, .queue   10s, 5, 100
 //	elasticsearch (an empty block)          addresses [http://127.0.0.1:9200]
 //	elasticsearch.index                     web
 //	elasticsearch.shards, .replicas         1, 1 (write replicas: 0 for a single node: green, not yellow)
@@ -211,6 +214,7 @@ func (c *Config) setDefaults(written func(string) bool) {
 	}
 	defaultAt(written, "output.index", &c.Output.Index, DefaultIndex)
 	c.Output.File = resolve(dir, c.Output.File)
+	c.setServiceDefaults(written, dir)
 	defaultAt(written, "log.format", &c.Log.Format, "text")
 	defaultAt(written, "log.level", &c.Log.Level, "info")
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -187,13 +186,7 @@ func (k *checker) global() {
 	if c.Cluster.Elasticsearch != nil {
 		k.stateCluster(c.Cluster.Elasticsearch)
 	}
-	if c.MetricsAddr != "" {
-		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			k.errorf("metrics_addr", "must be host:port, such as 127.0.0.1:9108 or :9108")
-		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-			k.errorf("metrics_addr", "port %q is not a number from 0 to 65535", port)
-		}
-	}
+	k.service()
 	k.oneOf("log.format", c.Log.Format, "text", "json")
 	k.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 

@@ -670,8 +670,8 @@ const heldBackChunk = 256
 func (f *Frontier) rewindHeldBack() error {
 	f.mu.Lock()
 	for _, h := range f.hosts {
-		if h.heldBack {
-			h.heldBack = false
+		if h.heldBack || h.pausedBack {
+			h.heldBack, h.pausedBack = false, false
 			for i := range h.lv {
 				h.lv[i].last = 0
 			}

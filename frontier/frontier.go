@@ -175,6 +175,10 @@ type Frontier struct {
 	pages    map[pageKey]*pageUse
 	heldBack bool
 	notes    []OverBudget
+	// paused are the sources Pause keeps back; pausedBack says pop passed
+	// over URLs of one in this cycle.
+	paused     map[string]bool
+	pausedBack bool
 	// held are leases whose outcome could not be recorded: their URLs stay
 	// out of reach until the next cycle (see lease.holdLocked).
 	held []*lease
@@ -421,11 +425,17 @@ func (f *Frontier) BeginCycle() (uint64, error) {
 	f.releaseHeld()
 	f.mu.Lock()
 	clear(f.pages)
-	held := f.heldBack
-	f.heldBack = false
+	for _, h := range f.hosts {
+		for i := range h.lv {
+			h.lv[i].noted = 0 // a new cycle counts what its limits hold back anew
+		}
+	}
+	held := f.heldBack || f.pausedBack
+	f.heldBack, f.pausedBack = false, false
 	f.mu.Unlock()
 	if held {
-		// What a page limit held back is due again.
+		// What a page limit or a pause held back is due again, or passed
+		// over again while its source stays paused.
 		return n, f.rewindHeldBack()
 	}
 	return n, nil

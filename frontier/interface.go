@@ -17,6 +17,7 @@ type Store interface {
 	Scanner
 	Linker
 	Meta
+	Control
 }
 
 // Scheduler hands out due URLs and takes back their outcomes, keeping to
@@ -163,6 +164,29 @@ type Meta interface {
 	// stores it (nil deletes it).
 	GetMeta(key string) ([]byte, error)
 	PutMeta(key string, value []byte) error
+}
+
+// Control is what an operator's requests change at once (the control API,
+// docs/api.md): URLs queued or taken out of the crawl, sources paused.
+type Control interface {
+	// Pause keeps the URLs of the sources named from new leases, until a
+	// later Pause leaves them out: they stay Waiting, and a cycle ends
+	// without them. Leases already out run to their end. A source that
+	// leaves the list is due again at once, in the cycle running.
+	Pause(sources []string) error
+	// Recrawl queues each known URL at once in class, to be fetched whole:
+	// its hash forgotten, Waiting in class whatever its state (moved to
+	// class when it waited in another). A URL leased is queued again when
+	// its lease ends, or its error is ErrLeased where the store cannot do
+	// that. errs holds each URL's refusal (ErrNotFound for one the store
+	// does not know), err a failure of the store.
+	Recrawl(urls []string, class Class) (errs []error, err error)
+	// Remove takes each known URL out of the crawl: Excluded with reason,
+	// and the delete of its document marked pending (Pending "delete",
+	// sent by the caller) when it holds one or has one on its way. recs
+	// are the records as stored; errs each URL's refusal: ErrNotFound, or
+	// ErrLeased while a worker holds it (its outcome is on its way).
+	Remove(urls []string, reason string) (recs []Record, errs []error, err error)
 }
 
 // Duplicates keeps, per source, the groups of URLs whose pages had the same

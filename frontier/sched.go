@@ -26,8 +26,12 @@ type levelState struct {
 	pass uint64
 	// last is the highest sequence this process has looked at in the queue:
 	// entries up to it are leased, claimed, gone or held back by a page
-	// limit, so the next seek starts after it.
+	// limit or a pause, so the next seek starts after it.
 	last uint64
+	// noted is the highest sequence whose hold-back by a page limit was
+	// counted in this cycle: a queue read again when a source resumes
+	// passes over them again without counting them twice.
+	noted uint64
 }
 
 // host is the scheduling state of one scheme://host:port with work, leases
@@ -46,6 +50,9 @@ type host struct {
 	// read from the start again (which would pass over them twice), and
 	// the next cycle rewinds them.
 	heldBack bool
+	// pausedBack says pop passed over entries of a paused source: the
+	// host is kept, so that a resume finds its queues to read again.
+	pausedBack bool
 	// hasWork says a look at its queues while the scheduler was idle
 	// found a real entry (see settleIdleLocked), so the next one need not
 	// look again; a lease or a claim taken from the host clears it.
@@ -135,7 +142,7 @@ func (f *Frontier) place(h *host, now time.Time) {
 		if h.inflight == 0 {
 			if !h.readyAt.After(now) {
 				f.unplace(h)
-				if !h.heldBack {
+				if !h.heldBack && !h.pausedBack {
 					delete(f.hosts, h.key)
 				}
 				return
@@ -652,6 +659,15 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 			if due {
 				rec.Class = Refresh
 			}
+			if f.paused[rec.Source] {
+				// It stays Waiting until its source resumes (Pause).
+				h.pausedBack, f.pausedBack = true, true
+				if held++; held == heldBackChunk {
+					keep()
+					return nil, true, nil
+				}
+				continue
+			}
 			l := &lease{f: f, h: h, rec: rec, key: bytes.Clone(v[:recordKeyLen]), level: s.level, seq: seq, due: due}
 			over, err := f.overPages(tx, l)
 			if err != nil {
@@ -660,7 +676,9 @@ func (f *Frontier) pop(tx *bolt.Tx, h *host) (_ *lease, more bool, _ error) {
 			if over != 0 {
 				// It waits for the next cycle, which rewinds the queue.
 				h.heldBack, f.heldBack = true, true
-				f.noteHeldBack(over, rec.Source, h.key, rec.URL)
+				if seq > s.noted {
+					f.noteHeldBack(over, rec.Source, h.key, rec.URL)
+				}
 				if held++; held == heldBackChunk {
 					keep()
 					return nil, true, nil

@@ -48,7 +48,7 @@ ul{margin:.2em 0;padding-left:1.2em}code{font-size:.95em}.small{color:#666;font-
 
 <h2>What is due next</h2>
 <ul id="due">
-{{range .Sources}}<li><b>{{.Name}}</b>: discovery (start URLs, sitemaps, feeds) {{if .DiscoveryDue}}due now{{else}}{{when .NextDiscovery $.Now}} ({{.NextDiscovery.Format "2006-01-02 15:04"}}){{end}}, every {{.Interval}}; {{if .MaxAge}}{{.AgedCheckDue}} URL(s) due for an aged check (max_age {{.MaxAge}}){{else}}no aged checks (no max_age){{end}}.</li>
+{{range .Sources}}<li><b>{{.Name}}</b>: {{with .Paused}}<span class="bad">paused</span> since {{.Since.Format "2006-01-02 15:04"}}{{if .By}} by {{.By}}{{end}}: nothing of it is fetched until it is resumed; {{end}}discovery (start URLs, sitemaps, feeds) {{if .DiscoveryDue}}due now{{else}}{{when .NextDiscovery $.Now}} ({{.NextDiscovery.Format "2006-01-02 15:04"}}){{end}}, every {{.Interval}}; {{if .MaxAge}}{{.AgedCheckDue}} URL(s) due for an aged check (max_age {{.MaxAge}}){{else}}no aged checks (no max_age){{end}}.</li>
 {{end}}</ul>
 
 {{with .Last}}<h2>Last cycle</h2>

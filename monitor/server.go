@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/provider"
@@ -24,9 +25,12 @@ type Crawler interface {
 	Current() *provider.Report
 	// NextDiscovery is when a source's start URLs are next due.
 	NextDiscovery(source string) (time.Time, error)
+	// Paused are the sources paused (the control API), by name.
+	Paused() map[string]provider.Pause
 }
 
-// Server serves /metrics, the status page (/) and its data (/status.json).
+// Server serves /metrics, the status page (/) and its data (/status.json),
+// and the control API beside them, on the service's address.
 type Server struct {
 	cfg     *config.Config
 	crawler Crawler
@@ -63,20 +67,58 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Start listens on addr (port 0 picks a free one) and serves in the
-// background; it returns the address listened on.
-func (s *Server) Start(addr string) (net.Addr, error) {
+// background, api (the control API, nil for none) under /api/; it returns
+// the address listened on. webConfig is a web configuration file of
+// Prometheus' exporter toolkit ("" for none): its TLS and basic auth cover
+// the whole address, read again for each connection and request, as the
+// toolkit does.
+func (s *Server) Start(addr, webConfig string, api http.Handler) (net.Addr, error) {
+	if err := web.Validate(webConfig); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	h := s.Handler()
+	if api != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.Handle("/api/", api)
+		h = mux
+	}
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	flags := &web.FlagConfig{WebConfigFile: &webConfig}
+	// The toolkit says whether TLS is on at every start: at debug level.
+	quiet := slog.New(debugOnly{s.log.Handler()})
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := web.Serve(ln, s.srv, flags, quiet); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("metrics and status server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
 	return ln.Addr(), nil
 }
+
+// debugOnly lowers a handler's records to debug level.
+type debugOnly struct{ slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	if l >= slog.LevelError {
+		return d.Handler.Enabled(ctx, l)
+	}
+	return d.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		return d.Handler.Handle(ctx, r)
+	}
+	r.Level = slog.LevelDebug
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.Handler.WithAttrs(as)} }
+func (d debugOnly) WithGroup(g string) slog.Handler       { return debugOnly{d.Handler.WithGroup(g)} }
 
 // Shutdown stops serving, letting requests in progress finish until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -151,8 +193,10 @@ type SourceView struct {
 	StoreView
 	NextDiscovery time.Time `json:"next_discovery,omitzero"`
 	DiscoveryDue  bool      `json:"discovery_due"`
-	MaxAge        string    `json:"max_age,omitempty"`
-	Interval      string    `json:"discovery_interval"`
+	// Paused says since when the source is paused and who asked, when it is.
+	Paused   *provider.Pause `json:"paused,omitempty"`
+	MaxAge   string          `json:"max_age,omitempty"`
+	Interval string          `json:"discovery_interval"`
 	// DeletesHeld is what the source's hold_deletes holds (absent: none).
 	DeletesHeld *provider.HeldDeletes `json:"deletes_held,omitempty"`
 }
@@ -195,9 +239,16 @@ func (s *Server) View() View {
 	if snap != nil {
 		v.Counted = snap.At
 	}
+	var paused map[string]provider.Pause
+	if s.crawler != nil {
+		paused = s.crawler.Paused()
+	}
 	for i := range s.cfg.Sources {
 		sc := &s.cfg.Sources[i]
 		sv := SourceView{Name: sc.Name, Interval: short(sc.DiscoveryInterval.D())}
+		if p, ok := paused[sc.Name]; ok {
+			sv.Paused = &p
+		}
 		if sc.MaxAge > 0 {
 			sv.MaxAge = short(sc.MaxAge.D())
 		}

@@ -89,11 +89,37 @@ func TestStatusPageShowsProgressTheLastCycleReasonsAndWhatIsDue(t *testing.T) {
 	}
 }
 
-// stubCrawler is a crawler whose report a test writes.
-type stubCrawler struct{ r *provider.Report }
+// stubCrawler is a crawler whose report and pauses a test writes.
+type stubCrawler struct {
+	r      *provider.Report
+	paused map[string]provider.Pause
+}
 
 func (s stubCrawler) Current() *provider.Report               { return s.r }
 func (s stubCrawler) NextDiscovery(string) (time.Time, error) { return time.Time{}, nil }
+func (s stubCrawler) Paused() map[string]provider.Pause       { return s.paused }
+
+func TestStatusPageAndJSONSayASourceIsPausedSinceWhenAndByWhom(t *testing.T) {
+	cfg := fileConfig(t, "http://127.0.0.1:1")
+	cfg.Sources[0].Name = "site"
+	since := time.Date(2026, 11, 27, 10, 12, 0, 0, time.UTC)
+	srv := monitor.NewServer(cfg, stubCrawler{provider.NewReport("x"), map[string]provider.Pause{"site": {Since: since, By: "ops"}}},
+		monitor.NewMetrics("t", nil), nil, "t", nil)
+	web := httptest.NewServer(srv.Handler())
+	defer web.Close()
+	page, _ := get(t, web.URL+"/")
+	if !strings.Contains(page, "paused</span> since 2026-11-27 10:12 by ops") {
+		t.Errorf("the status page does not say the source is paused:\n%s", page)
+	}
+	var v monitor.View
+	body, _ := get(t, web.URL+"/status.json")
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if p := v.Sources[0].Paused; p == nil || !p.Since.Equal(since) || p.By != "ops" {
+		t.Errorf("status.json's paused = %+v", p)
+	}
+}
 
 func TestStatusPageEscapesWhatSitesControl(t *testing.T) {
 	cfg := fileConfig(t, "http://127.0.0.1:1")
@@ -102,7 +128,7 @@ func TestStatusPageEscapesWhatSitesControl(t *testing.T) {
 	evil := `http://127.0.0.1:1/"><script>alert(1)</script>`
 	r.Failure("site", evil, "http_404", `<img src=x onerror=alert(2)>`)
 	r.Reason("site", "javascript:alert(3)", "invalid_url", "")
-	srv := monitor.NewServer(cfg, stubCrawler{r}, monitor.NewMetrics("t", nil), nil, "t", nil)
+	srv := monitor.NewServer(cfg, stubCrawler{r: r}, monitor.NewMetrics("t", nil), nil, "t", nil)
 	web := httptest.NewServer(srv.Handler())
 	defer web.Close()
 	page, _ := get(t, web.URL+"/")

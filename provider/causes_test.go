@@ -2,14 +2,12 @@ package provider_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,13 @@ import (
 )
 
 // logBuffer keeps the crawler's JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logBuffer struct{ crawltest.LockedBuffer }
 
 // lines are the log lines with msg about u, decoded.
 func (l *logBuffer) lines(t *testing.T, msg, u string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(l.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {

@@ -108,6 +108,10 @@ type Crawler struct {
 	ran atomic.Uint64
 	// maintain is set on a crawler that crawls nothing (NewMaintenance).
 	maintain bool
+	// paused are the paused sources as last read from the store
+	// (control.go).
+	pausedMu sync.Mutex
+	paused   map[string]Pause
 }
 
 // timing holds how long a crawler waits, for what.
@@ -220,6 +224,13 @@ func (c *Crawler) warnings(report *Report) {
 		report.Warn(w)
 		c.log.Warn(w)
 	}
+	paused := c.Paused()
+	for _, src := range c.order {
+		if p, ok := paused[src.cfg.Name]; ok {
+			report.Warn(fmt.Sprintf("source %s is paused since %s: nothing of it is fetched until it is resumed (docs/api.md)", src.cfg.Name, p.Since.Format(time.RFC3339)))
+			c.log.Warn("source paused: nothing of it is fetched", "source", src.cfg.Name, "since", p.Since.Format(time.RFC3339), "by", p.By)
+		}
+	}
 }
 
 // newRobots is the crawler's robots.txt cache, fetching through the
@@ -293,9 +304,14 @@ func (c *Crawler) Crawl(ctx context.Context) (*Report, error) {
 // start URLs, sitemaps and feeds; the aged checks that are due run for every
 // source. It returns when the next source's discovery is due.
 func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Time, error) {
+	if _, err := c.applyPaused(); err != nil {
+		return nil, now, err
+	}
 	var due []*source
 	next := time.Time{}
-	for _, src := range c.order {
+	// A paused source's discovery waits for it to resume, and does not
+	// make the service wake for it.
+	for _, src := range c.active(c.order) {
 		at, err := NextDiscovery(c.front, src.cfg)
 		if err != nil {
 			return nil, now, err
@@ -319,6 +335,10 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 	c.report.Store(report)
 	c.reportMu.Unlock()
 	c.writes.begin(ctx)
+	if _, err := c.applyPaused(); err != nil {
+		report.Finish(err)
+		return report, err
+	}
 	c.warnings(report)
 	if c.cluster != nil {
 		// An attempt its store failed (the state's cluster unreachable past
@@ -373,14 +393,17 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.forgetCrawlDelays(); err != nil {
 		return err
 	}
-	for _, src := range c.order {
+	// A paused source fetches nothing: not its robots.txt, not its start
+	// URLs, sitemaps or feeds; its aged checks wait for it to resume.
+	discover = c.active(discover)
+	for _, src := range c.active(c.order) {
 		// A source that could not sign in last cycle tries once more.
 		src.fetch.ResetAuth()
 		c.signInWarned.Delete(src.cfg.Name)
 		c.learnCrawlDelays(ctx, src)
 	}
 	now := time.Now()
-	for _, src := range c.order {
+	for _, src := range c.active(c.order) {
 		if src.cfg.MaxAge > 0 {
 			if _, err := c.front.RequeueDue(src.cfg.Name, now.Add(-src.cfg.MaxAge.D())); err != nil {
 				return err
@@ -583,6 +606,11 @@ func (c *Crawler) verdict(r *frontier.Record) frontier.Verdict {
 		v.Reason = reasonOrphan
 		return v
 	}
+	if r.State == frontier.Excluded && r.Reason == ReasonRemoved {
+		// Taken out by a request, not by the config: a request brings it back.
+		v.Reason = ReasonRemoved
+		return v
+	}
 	src := c.sources[r.Source]
 	if src == nil {
 		v.Reason = "source_removed"
@@ -712,9 +740,15 @@ func (c *Crawler) robotsPause(hostKey string) bool {
 	return false
 }
 
-// checkpoint re-reads the reject lists; when one changed, queued URLs that
-// now fall outside the crawl space are dropped with their reason.
+// checkpoint re-reads the paused sources and the reject lists; when a
+// list changed, queued URLs that now fall outside the crawl space are
+// dropped with their reason.
 func (c *Crawler) checkpoint() error {
+	// Another process sharing the store may have paused or resumed a
+	// source; within a cycle, this one learns it here.
+	if _, err := c.applyPaused(); err != nil {
+		c.log.Warn("paused sources not read", "err", err)
+	}
 	changed, err := c.rules.Reload()
 	if err != nil {
 		c.log.Warn("reject list not reloaded", "err", err)

@@ -282,8 +282,8 @@ func (c *Crawler) recheckHeld() error {
 // land. Deletes still waiting for the end of their own cycle are not
 // held yet, and left to it. It returns how many it sent.
 func (c *Crawler) ConfirmDeletes(ctx context.Context, source string) (int, error) {
-	if c.sources[source] == nil {
-		return 0, fmt.Errorf("no source named %q", source)
+	if _, err := c.source(source); err != nil {
+		return 0, err
 	}
 	recs, err := c.front.Held(source)
 	if err != nil {

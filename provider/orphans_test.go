@@ -509,9 +509,7 @@ func TestAnUnchangedCrawlSkipsTheOrphanWalkAndAChangedOneFindsTheOrphans(t *test
 	logs := &logBuffer{}
 	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	skips := func() int {
-		logs.mu.Lock()
-		defer logs.mu.Unlock()
-		return strings.Count(logs.buf.String(), `"msg":"`+skipped+`"`)
+		return strings.Count(logs.String(), `"msg":"`+skipped+`"`)
 	}
 
 	if r := again(t, c); r.Total.Created != 6 || r.Total.Orphans != 0 || skips() != 0 {

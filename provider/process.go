@@ -50,10 +50,16 @@ func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth 
 		ds.refused.add(to, u, found, depth, d)
 		return nil
 	}
-	ds.items = append(ds.items, frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority})
+	ds.items = append(ds.items, foundItem(to, u, depth, d))
 	it := &ds.items[len(ds.items)-1]
 	it.SetFoundAs(found)
 	return it
+}
+
+// foundItem is the queue item of u, found depth links from a start URL,
+// which to's crawl space holds with decision d.
+func foundItem(to *rules.Source, u string, depth int, d rules.Decision) frontier.Item {
+	return frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority}
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the

@@ -82,6 +82,21 @@ func (s *countingStore) MoveHeld(urls []string, to string, ev frontier.Event) ([
 	return s.store.MoveHeld(urls, to, ev)
 }
 
+func (s *countingStore) Pause(sources []string) error {
+	s.count("Pause")
+	return s.store.Pause(sources)
+}
+
+func (s *countingStore) Recrawl(urls []string, class frontier.Class) ([]error, error) {
+	s.count("Recrawl")
+	return s.store.Recrawl(urls, class)
+}
+
+func (s *countingStore) Remove(urls []string, reason string) ([]frontier.Record, []error, error) {
+	s.count("Remove")
+	return s.store.Remove(urls, reason)
+}
+
 func (s *countingStore) Get(url string) (frontier.Record, bool, error) {
 	s.count("Get")
 	return s.store.Get(url)

@@ -1,7 +1,6 @@
 package provider_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -442,28 +441,11 @@ func (r *retries) await(t *testing.T, n int) {
 }
 
 // syncBuffer is a log written from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ crawltest.LockedBuffer }
 
 func (s *syncBuffer) lines(msg string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []string
-	for l := range strings.SplitSeq(s.b.String(), "\n") {
+	for l := range strings.SplitSeq(s.String(), "\n") {
 		if strings.Contains(l, "msg=\""+msg+"\"") {
 			out = append(out, l)
 		}

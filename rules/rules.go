@@ -293,6 +293,9 @@ func Compile(cfg *config.Config) (*Set, error) {
 		set.sources = append(set.sources, s)
 		set.byName[s.Name] = s
 	}
+	if w := cfg.ServiceWarning(); w != nil {
+		warnings = append(warnings, w)
+	}
 	inFileOrder := func(a, b *config.Error) int {
 		if a.File != b.File {
 			if a.File == cfg.File {

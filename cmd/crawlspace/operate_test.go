@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
@@ -84,22 +83,7 @@ func writeConfig(t *testing.T, yaml string) (*config.Config, *rules.Set, string)
 }
 
 // lockedBuffer collects a log written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = crawltest.LockedBuffer
 
 // quietOutput logs JSON at debug level into log and the summary into summary, with no progress.
 func jsonOutput(log io.Writer, summary io.Writer) output {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"time"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/control"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/monitor"
@@ -30,17 +32,20 @@ func runRun(args []string) int {
 
 // serveHooks let tests follow the service.
 type serveHooks struct {
-	// listening receives the address of /metrics and the status page.
+	// listening receives the address of /metrics, the status page and the
+	// control API.
 	listening func(net.Addr)
 	// cycleDone is called after each cycle has been reported.
 	cycleDone func(*provider.Report, error)
 }
 
 // serve runs cycles until ctx ends: each source's discovery when its
-// interval has passed, the aged checks that are due in every cycle. A
-// signal stops the current cycle cleanly: leases go back to the frontier,
-// acknowledged writes stay recorded, the next start resumes. With
-// metrics_addr set, /metrics and the status page are served there.
+// interval has passed, the aged checks that are due in every cycle, and a
+// cycle whenever the control API asks for one. A signal stops the current
+// cycle cleanly: leases go back to the frontier, acknowledged writes stay
+// recorded, the next start resumes. With service.address (metrics_addr)
+// set, /metrics, the status page and the control API are served there.
+// Each cycle's report is sent to the receivers of service.notify.
 func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, reportPath string, hooks serveHooks) int {
 	log, out := o.log, o.summary
 	c, err := provider.New(cfg, set, sink.Opener(ctx, cfg), log)
@@ -51,36 +56,32 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 	defer c.Close()
 	states := monitor.NewStates(c.Store(), cfg)
 	states.Kick()
+	notifier, err := control.NewNotifier(cfg.Service.Notify, buildVersion(), log)
+	if err != nil {
+		log.Error("cannot send the cycle notifications", "err", err)
+		return exitFailed
+	}
+	defer func() {
+		// A notification being sent may land; those still queued are dropped.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		notifier.Close(sctx)
+	}()
+	// wake asks for a cycle now, or when the running one ends (the control
+	// API); it holds one request, as one cycle answers any number.
+	wake := make(chan struct{}, 1)
 	var status *monitor.Server
-	if cfg.MetricsAddr != "" {
-		names := make([]string, 0, len(cfg.Sources))
-		for i := range cfg.Sources {
-			names = append(names, cfg.Sources[i].Name)
-		}
-		metrics := monitor.NewMetrics(buildVersion(), names)
-		metrics.WatchFrontier(states, c.Store())
-		if cl := c.Cluster(); cl != nil {
-			metrics.WatchCluster(cl)
-		}
-		c.SetObserver(metrics)
-		status = monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
-		if cl := c.Cluster(); cl != nil {
-			status.ShowCluster(cl)
-		}
-		addr, err := status.Start(cfg.MetricsAddr)
-		if err != nil {
-			log.Error("cannot serve metrics and the status page", "metrics_addr", cfg.MetricsAddr, "err", err)
+	if addr := cfg.Service.Address; addr != "" {
+		var err error
+		if status, err = startService(cfg, c, states, wake, log, hooks); err != nil {
+			log.Error("cannot serve metrics, the status page and the control API", "address", addr, "err", err)
 			return exitFailed
 		}
-		log.Info("serving the status page and /metrics", "url", "http://"+addr.String()+"/")
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			status.Shutdown(sctx)
 		}()
-		if hooks.listening != nil {
-			hooks.listening(addr)
-		}
 	}
 	agedEvery := agedCheckInterval(cfg)
 	var down storeOutage
@@ -88,16 +89,17 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		stopProgress := o.watch(ctx, c, states)
 		report, next, err := c.CrawlDue(ctx, time.Now())
 		stopProgress()
-		wake := min(time.Until(next), agedEvery)
+		wait := min(time.Until(next), agedEvery)
 		var clusterErr *esfrontier.Error
 		retry, failing := down.failed(errors.As(err, &clusterErr), time.Now())
 		if failing {
-			wake = retry
+			wait = retry
 		}
 		if status != nil {
-			status.CycleDone(report, err, time.Now().Add(max(wake, time.Second)))
+			status.CycleDone(report, err, time.Now().Add(max(wait, time.Second)))
 		}
 		if report != nil {
+			notifier.CycleDone(report)
 			report.Summary(out)
 			if reportPath != "" {
 				if werr := report.WriteFile(reportPath); werr != nil {
@@ -138,13 +140,15 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 			hooks.cycleDone(report, err)
 		}
 		if !failing {
-			log.Info("next cycle", "in", wake.Round(time.Second).String(), "next_discovery", next.Format(time.RFC3339))
+			log.Info("next cycle", "in", wait.Round(time.Second).String(), "next_discovery", next.Format(time.RFC3339))
 		}
 		select {
 		case <-ctx.Done():
 			log.Info("stopping")
 			return exitOK
-		case <-time.After(max(wake, time.Second)):
+		case <-time.After(max(wait, time.Second)):
+		case <-wake:
+			log.Info("a cycle asked for through the control API")
 		case <-c.CycleBegun():
 			// Another process of the cluster began a cycle: its URLs in
 			// this process's partitions wait for this process.
@@ -202,4 +206,44 @@ func agedCheckInterval(cfg *config.Config) time.Duration {
 		}
 	}
 	return max(d, time.Minute)
+}
+
+// startService serves /metrics, the status page and the control API on
+// the service's address.
+func startService(cfg *config.Config, c *provider.Crawler, states *monitor.States, wake chan<- struct{}, log *slog.Logger, hooks serveHooks) (*monitor.Server, error) {
+	names := make([]string, 0, len(cfg.Sources))
+	for i := range cfg.Sources {
+		names = append(names, cfg.Sources[i].Name)
+	}
+	metrics := monitor.NewMetrics(buildVersion(), names)
+	metrics.WatchFrontier(states, c.Store())
+	if cl := c.Cluster(); cl != nil {
+		metrics.WatchCluster(cl)
+	}
+	c.SetObserver(metrics)
+	status := monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
+	if cl := c.Cluster(); cl != nil {
+		status.ShowCluster(cl)
+	}
+	api := control.New(control.Options{Crawler: c, Status: func() any { return status.View() }, Tokens: cfg.Service.Tokens, Log: log,
+		Wake: func() {
+			select {
+			case wake <- struct{}{}:
+			default: // a cycle is asked for already
+			}
+		}})
+	addr, err := status.Start(cfg.Service.Address, cfg.Service.WebConfigFile, api)
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if cfg.Service.ServesTLS() {
+		scheme = "https"
+	}
+	log.Info("serving the status page, /metrics and the control API", "url", scheme+"://"+addr.String()+"/",
+		"api_tokens", len(cfg.Service.Tokens), "tls", scheme == "https")
+	if hooks.listening != nil {
+		hooks.listening(addr)
+	}
+	return status, nil
 }

@@ -136,6 +136,8 @@ type scheduler struct {
 
 	// pages are the page limits' counts and marks of the cycle (pages.go).
 	pages pageState
+	// paused are the sources Pause keeps back (control.go).
+	paused map[string]bool
 }
 
 func newScheduler(s *Store) *scheduler {
@@ -364,6 +366,11 @@ func (q *scheduler) pickLocked(now time.Time) (*lease, time.Duration) {
 			continue
 		}
 		it := h.queue[0]
+		if q.paused[it.rec.Source] {
+			// Read before the source was paused: dropped (control.go).
+			h.queue = dropSource(h.queue, it.rec.Source)
+			continue
+		}
 		limit, known := q.overPagesLocked(h, &it.rec)
 		if limit != 0 {
 			q.holdBackLocked(h, &it.rec, limit)
@@ -418,6 +425,7 @@ func (q *scheduler) clusterIdle(ctx context.Context) (done, fresh bool, _ error)
 	// What the page limits hold back waits for the next cycle: it does
 	// not keep this one from ending.
 	mustNot := append([]any{map[string]any{"terms": map[string]any{"url": held}}}, q.heldClausesLocked(marks)...)
+	mustNot = append(mustNot, q.pausedClausesLocked()...)
 	q.mu.Unlock()
 	var ans struct{ Count int }
 	body := map[string]any{"query": map[string]any{"bool": map[string]any{
@@ -475,6 +483,7 @@ func (q *scheduler) loadOnce(ctx context.Context) error {
 	q.loads++
 	load := q.loads
 	mustNot := append([]any{map[string]any{"terms": map[string]any{"url": skip}}}, q.heldClausesLocked(nil)...)
+	mustNot = append(mustNot, q.pausedClausesLocked()...)
 	cycle := q.pagesLocked().cycle
 	q.mu.Unlock()
 	if len(parts) == 0 {
