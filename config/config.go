@@ -61,9 +61,16 @@ type Elasticsearch struct {
 	Addresses []string `yaml:"addresses"`
 	Index     string   `yaml:"index"`
 	Username  string   `yaml:"username"`
-	Password  string   `yaml:"password"`
-	APIKey    string   `yaml:"api_key"`
-	CAFile    string   `yaml:"ca_file"`
+	// Password and APIKey may each be written as is, named by an
+	// environment variable (password_env) or read from a file
+	// (password_file), as every secret; after Load they hold the secret.
+	Password     string `yaml:"password"`
+	PasswordEnv  string `yaml:"password_env"`
+	PasswordFile string `yaml:"password_file"`
+	APIKey       string `yaml:"api_key"`
+	APIKeyEnv    string `yaml:"api_key_env"`
+	APIKeyFile   string `yaml:"api_key_file"`
+	CAFile       string `yaml:"ca_file"`
 	// InsecureSkipVerify disables TLS certificate checks; logged loudly when set.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 	Shards             int  `yaml:"shards"`
@@ -101,9 +108,12 @@ type Cluster struct {
 	// keeps the embedded store under state_dir.
 	StateIndex string `yaml:"state_index"`
 	// NodeName names this process among the others; unique per process.
-	NodeName   string   `yaml:"node_name"`
-	Partitions int      `yaml:"partitions"`
-	LeaseTTL   Duration `yaml:"lease_ttl"`
+	// NodeNameEnv names an environment variable holding it instead (a
+	// Kubernetes pod's name, given by the downward API).
+	NodeName    string   `yaml:"node_name"`
+	NodeNameEnv string   `yaml:"node_name_env"`
+	Partitions  int      `yaml:"partitions"`
+	LeaseTTL    Duration `yaml:"lease_ttl"`
 	// Elasticsearch is the cluster holding the state when it is not the
 	// documents' (nil: the state lives beside the documents).
 	Elasticsearch *StateConnection `yaml:"elasticsearch"`
@@ -116,7 +126,11 @@ type StateConnection struct {
 	Addresses          []string `yaml:"addresses"`
 	Username           string   `yaml:"username"`
 	Password           string   `yaml:"password"`
+	PasswordEnv        string   `yaml:"password_env"`
+	PasswordFile       string   `yaml:"password_file"`
 	APIKey             string   `yaml:"api_key"`
+	APIKeyEnv          string   `yaml:"api_key_env"`
+	APIKeyFile         string   `yaml:"api_key_file"`
 	CAFile             string   `yaml:"ca_file"`
 	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"`
 	Shards             int      `yaml:"shards"`
@@ -126,8 +140,9 @@ type StateConnection struct {
 
 // connection is s as the Elasticsearch connection it describes.
 func (s *StateConnection) connection() *Elasticsearch {
-	return &Elasticsearch{Addresses: s.Addresses, Username: s.Username, Password: s.Password, APIKey: s.APIKey,
-		CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
+	return &Elasticsearch{Addresses: s.Addresses, Username: s.Username,
+		Password: s.Password, PasswordEnv: s.PasswordEnv, PasswordFile: s.PasswordFile,
+		APIKey: s.APIKey, APIKeyEnv: s.APIKeyEnv, APIKeyFile: s.APIKeyFile, CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
 		RequestTimeout: s.RequestTimeout}
 }
 
