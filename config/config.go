@@ -58,19 +58,10 @@ type Config struct {
 // Elasticsearch is the target cluster. Index is an alias; documents live in a
 // versioned physical index behind it.
 type Elasticsearch struct {
-	Addresses []string `yaml:"addresses"`
-	Index     string   `yaml:"index"`
-	Username  string   `yaml:"username"`
-	// Password and APIKey may each be written as is, named by an
-	// environment variable (password_env) or read from a file
-	// (password_file), as every secret; after Load they hold the secret.
-	Password     string `yaml:"password"`
-	PasswordEnv  string `yaml:"password_env"`
-	PasswordFile string `yaml:"password_file"`
-	APIKey       string `yaml:"api_key"`
-	APIKeyEnv    string `yaml:"api_key_env"`
-	APIKeyFile   string `yaml:"api_key_file"`
-	CAFile       string `yaml:"ca_file"`
+	Addresses   []string `yaml:"addresses"`
+	Index       string   `yaml:"index"`
+	Credentials `yaml:",inline"`
+	CAFile      string `yaml:"ca_file"`
 	// InsecureSkipVerify disables TLS certificate checks; logged loudly when set.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 	Shards             int  `yaml:"shards"`
@@ -119,18 +110,27 @@ type Cluster struct {
 	Elasticsearch *StateConnection `yaml:"elasticsearch"`
 }
 
+// Credentials are what a connection to a cluster signs in with: a user
+// and password, or an API key. Each secret may be written as is, named by
+// an environment variable (password_env) or read from a file
+// (password_file), as every secret; after Load Password and APIKey hold
+// it.
+type Credentials struct {
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordEnv  string `yaml:"password_env"`
+	PasswordFile string `yaml:"password_file"`
+	APIKey       string `yaml:"api_key"`
+	APIKeyEnv    string `yaml:"api_key_env"`
+	APIKeyFile   string `yaml:"api_key_file"`
+}
+
 // StateConnection reaches the cluster holding the shared state: the
 // connection keys of Elasticsearch, same names, defaults and checks, and
 // the shards and replicas its URL index is created with.
 type StateConnection struct {
 	Addresses          []string `yaml:"addresses"`
-	Username           string   `yaml:"username"`
-	Password           string   `yaml:"password"`
-	PasswordEnv        string   `yaml:"password_env"`
-	PasswordFile       string   `yaml:"password_file"`
-	APIKey             string   `yaml:"api_key"`
-	APIKeyEnv          string   `yaml:"api_key_env"`
-	APIKeyFile         string   `yaml:"api_key_file"`
+	Credentials        `yaml:",inline"`
 	CAFile             string   `yaml:"ca_file"`
 	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"`
 	Shards             int      `yaml:"shards"`
@@ -140,9 +140,7 @@ type StateConnection struct {
 
 // connection is s as the Elasticsearch connection it describes.
 func (s *StateConnection) connection() *Elasticsearch {
-	return &Elasticsearch{Addresses: s.Addresses, Username: s.Username,
-		Password: s.Password, PasswordEnv: s.PasswordEnv, PasswordFile: s.PasswordFile,
-		APIKey: s.APIKey, APIKeyEnv: s.APIKeyEnv, APIKeyFile: s.APIKeyFile, CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
+	return &Elasticsearch{Addresses: s.Addresses, Credentials: s.Credentials, CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
 		RequestTimeout: s.RequestTimeout}
 }
 

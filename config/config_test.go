@@ -263,7 +263,7 @@ func TestEveryKeyFileCoversEveryKey(t *testing.T) {
 			if !writtenForm(written, p) {
 				missing = append(missing, p)
 			}
-			walk(t.Field(f.index[name]).Type, p)
+			walk(t.FieldByIndex(f.index[name]).Type, p)
 		}
 	}
 	walk(reflect.TypeFor[Config](), "")

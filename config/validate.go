@@ -442,7 +442,7 @@ func (k *checker) stateCluster(es *StateConnection) {
 	}
 	conn := es.connection()
 	k.connection(p, conn)
-	es.Password, es.APIKey = conn.Password, conn.APIKey
+	es.Credentials = conn.Credentials
 }
 
 // analysisSections are the parts of index.analysis Elasticsearch knows.
