@@ -3,7 +3,6 @@ package monitor_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,16 +17,8 @@ import (
 // probe GETs a probe's path and returns its status and body.
 func probe(t *testing.T, url string) (int, string) {
 	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(body)
+	code, body, _ := fetch(t, url)
+	return code, body
 }
 
 // awaitProbe polls url until its status is want, and returns the body
