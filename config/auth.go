@@ -216,18 +216,7 @@ func (k *checker) secret(p, key string, v *string, env, file string, required bo
 	}
 	switch {
 	case k.has(p + "." + key + "_env"):
-		if !k.nonEmpty(p+"."+key+"_env", env) {
-			return
-		}
-		val, ok := os.LookupEnv(env)
-		switch {
-		case !ok:
-			k.errorf(p+"."+key+"_env", "environment variable %s is not set", env)
-		case val == "":
-			k.errorf(p+"."+key+"_env", "environment variable %s is empty", env)
-		default:
-			*v = val
-		}
+		k.fromEnv(p+"."+key+"_env", v, env)
 	case k.has(p + "." + key + "_file"):
 		if !k.nonEmpty(p+"."+key+"_file", file) {
 			return
@@ -248,6 +237,23 @@ func (k *checker) secret(p, key string, v *string, env, file string, required bo
 		if *v == "" {
 			k.errorf(p+"."+key, "must not be empty")
 		}
+	}
+}
+
+// fromEnv sets *v to the environment variable the key at path names; one
+// not set or empty is an error there.
+func (k *checker) fromEnv(path string, v *string, name string) {
+	if !k.nonEmpty(path, name) {
+		return
+	}
+	val, ok := os.LookupEnv(name)
+	switch {
+	case !ok:
+		k.errorf(path, "environment variable %s is not set", name)
+	case val == "":
+		k.errorf(path, "environment variable %s is empty", name)
+	default:
+		*v = val
 	}
 }
 

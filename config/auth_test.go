@@ -101,6 +101,10 @@ func TestSecretsFromTheEnvironmentOrFilesAreNeverEchoedInErrors(t *testing.T) {
 		src("auth: {method: kerberos, username: u, kerberos: {realm: R, krb5_conf: /nonexistent, keytab_env: CRAWLSPACE_TEST_SECRET}}"),
 		src("auth: {method: form, username: u, password: " + secret + ", form: {login_url: \"http://u:" + secret + "@x/\"}}"),
 		src("auth: {username: u, password: p, hosts: [\"http://u:" + secret + "@x/y\"]}"),
+		// The Elasticsearch connections' secrets, read the same way.
+		"elasticsearch: {username: u, password_env: CRAWLSPACE_TEST_SECRET, api_key: k}\n" + minimal,
+		"elasticsearch: {api_key_file: " + file + ", password: p}\n" + minimal,
+		"cluster: {state_index: st, elasticsearch: {password_env: CRAWLSPACE_TEST_SECRET}}\n" + minimal,
 	} {
 		got := errs(t, bad)
 		if len(got) == 0 {

@@ -169,7 +169,7 @@ func numericPaths(t reflect.Type, path string, outer ...reflect.Type) []string {
 		var out []string
 		f := fieldsOf(t)
 		for _, name := range f.names {
-			out = append(out, numericPaths(t.Field(f.index[name]).Type, joinPath(path, name), append(outer, t)...)...)
+			out = append(out, numericPaths(t.FieldByIndex(f.index[name]).Type, joinPath(path, name), append(outer, t)...)...)
 		}
 		return out
 	}

@@ -63,12 +63,10 @@ type Config struct {
 // Elasticsearch is the target cluster. Index is an alias; documents live in a
 // versioned physical index behind it.
 type Elasticsearch struct {
-	Addresses []string `yaml:"addresses"`
-	Index     string   `yaml:"index"`
-	Username  string   `yaml:"username"`
-	Password  string   `yaml:"password"`
-	APIKey    string   `yaml:"api_key"`
-	CAFile    string   `yaml:"ca_file"`
+	Addresses   []string `yaml:"addresses"`
+	Index       string   `yaml:"index"`
+	Credentials `yaml:",inline"`
+	CAFile      string `yaml:"ca_file"`
 	// InsecureSkipVerify disables TLS certificate checks; logged loudly when set.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 	Shards             int  `yaml:"shards"`
@@ -106,12 +104,30 @@ type Cluster struct {
 	// keeps the embedded store under state_dir.
 	StateIndex string `yaml:"state_index"`
 	// NodeName names this process among the others; unique per process.
-	NodeName   string   `yaml:"node_name"`
-	Partitions int      `yaml:"partitions"`
-	LeaseTTL   Duration `yaml:"lease_ttl"`
+	// NodeNameEnv names an environment variable holding it instead (a
+	// Kubernetes pod's name, given by the downward API).
+	NodeName    string   `yaml:"node_name"`
+	NodeNameEnv string   `yaml:"node_name_env"`
+	Partitions  int      `yaml:"partitions"`
+	LeaseTTL    Duration `yaml:"lease_ttl"`
 	// Elasticsearch is the cluster holding the state when it is not the
 	// documents' (nil: the state lives beside the documents).
 	Elasticsearch *StateConnection `yaml:"elasticsearch"`
+}
+
+// Credentials are what a connection to a cluster signs in with: a user
+// and password, or an API key. Each secret may be written as is, named by
+// an environment variable (password_env) or read from a file
+// (password_file), as every secret; after Load Password and APIKey hold
+// it.
+type Credentials struct {
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordEnv  string `yaml:"password_env"`
+	PasswordFile string `yaml:"password_file"`
+	APIKey       string `yaml:"api_key"`
+	APIKeyEnv    string `yaml:"api_key_env"`
+	APIKeyFile   string `yaml:"api_key_file"`
 }
 
 // StateConnection reaches the cluster holding the shared state: the
@@ -119,9 +135,7 @@ type Cluster struct {
 // the shards and replicas its URL index is created with.
 type StateConnection struct {
 	Addresses          []string `yaml:"addresses"`
-	Username           string   `yaml:"username"`
-	Password           string   `yaml:"password"`
-	APIKey             string   `yaml:"api_key"`
+	Credentials        `yaml:",inline"`
 	CAFile             string   `yaml:"ca_file"`
 	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"`
 	Shards             int      `yaml:"shards"`
@@ -131,8 +145,7 @@ type StateConnection struct {
 
 // connection is s as the Elasticsearch connection it describes.
 func (s *StateConnection) connection() *Elasticsearch {
-	return &Elasticsearch{Addresses: s.Addresses, Username: s.Username, Password: s.Password, APIKey: s.APIKey,
-		CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
+	return &Elasticsearch{Addresses: s.Addresses, Credentials: s.Credentials, CAFile: s.CAFile, InsecureSkipVerify: s.InsecureSkipVerify, Shards: s.Shards, Replicas: s.Replicas,
 		RequestTimeout: s.RequestTimeout}
 }
 

@@ -333,7 +333,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			d.unknown[path] = true
 			continue
 		}
-		d.value(e.key, e.val, v.Field(i), joinPath(path, name))
+		d.value(e.key, e.val, v.FieldByIndex(i), joinPath(path, name))
 	}
 }
 
@@ -597,9 +597,11 @@ func describe(n *yaml.Node) string {
 	return n.Value
 }
 
-// fields maps a struct type's yaml keys to field indexes.
+// fields maps a struct type's yaml keys to field indexes (as
+// reflect.Value.FieldByIndex takes them: an inlined struct's keys are its
+// own fields', one level down).
 type fields struct {
-	index map[string]int
+	index map[string][]int
 	names []string
 }
 
@@ -609,17 +611,26 @@ func fieldsOf(t reflect.Type) fields {
 	if f, ok := fieldCache.Load(t); ok {
 		return f.(fields)
 	}
-	f := fields{index: make(map[string]int, t.NumField())}
+	f := fields{index: make(map[string][]int, t.NumField())}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if !sf.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if sf.Anonymous && name == "" && opts == "inline" {
+			// Keys that two blocks share, declared once (Credentials).
+			in := fieldsOf(sf.Type)
+			for _, n := range in.names {
+				f.index[n] = append([]int{i}, in.index[n]...)
+				f.names = append(f.names, n)
+			}
+			continue
+		}
 		if name == "" || name == "-" {
 			continue
 		}
-		f.index[name] = i
+		f.index[name] = []int{i}
 		f.names = append(f.names, name)
 	}
 	fieldCache.Store(t, f)
@@ -648,7 +659,7 @@ func suggest(key string, t reflect.Type) string {
 		return fmt.Sprintf("; did you mean %q?", best)
 	}
 	for _, name := range f.names {
-		ft := t.Field(f.index[name]).Type
+		ft := t.FieldByIndex(f.index[name]).Type
 		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
 			ft = ft.Elem()
 		}

@@ -15,12 +15,13 @@ import (
 // empty list is kept: "honored_query_params: []" drops every query
 // parameter, "ignored_extensions: []" ignores none, "remove_elements: []"
 // removes none. Relative paths (state_dir, output.file, reject_list, both
-// ca_file keys) are resolved against the directory of the config file.
+// ca_file keys, the password_file and api_key_file keys) are resolved
+// against the directory of the config file.
 //
 //	key                                     default
 //	user_agent                              "crawlspace/0.1 (+https://github.com/crawlspace/crawlspace)"
 //	state_dir                               .crawlspace
-//	cluster.node_name                       the host name, when cluster.state_index is set
+//	cluster.node_name                       the host name, when cluster.state_index is set and node_name_env is not
 //	cluster.partitions, .lease_ttl          64, 30s, when cluster.state_index is set
 //	cluster.elasticsearch (a block)         as elasticsearch: addresses, shards, replicas, request_timeout
 //	output.file                             out/documents.ndjson, only when elasticsearch is absent
@@ -195,7 +196,9 @@ func (c *Config) setDefaults(written func(string) bool) {
 	defaultAt(written, "state_dir", &c.StateDir, DefaultStateDir)
 	c.StateDir = resolve(dir, c.StateDir)
 	if c.Cluster.StateIndex != "" {
-		defaultAt(written, "cluster.node_name", &c.Cluster.NodeName, defaultNodeName())
+		if !written("cluster.node_name_env") {
+			defaultAt(written, "cluster.node_name", &c.Cluster.NodeName, defaultNodeName())
+		}
 		defaultAt(written, "cluster.partitions", &c.Cluster.Partitions, DefaultPartitions)
 		defaultAt(written, "cluster.lease_ttl", &c.Cluster.LeaseTTL, Duration(DefaultLeaseTTL))
 	}
@@ -208,6 +211,8 @@ func (c *Config) setDefaults(written func(string) bool) {
 		}
 		defaultAt(written, "cluster.elasticsearch.request_timeout", &es.RequestTimeout, Duration(DefaultESRequestTimeout))
 		es.CAFile = resolve(dir, es.CAFile)
+		es.PasswordFile = resolve(dir, es.PasswordFile)
+		es.APIKeyFile = resolve(dir, es.APIKeyFile)
 	}
 	if c.Elasticsearch == nil {
 		defaultAt(written, "output.file", &c.Output.File, DefaultOutput)
@@ -231,6 +236,8 @@ func (c *Config) setDefaults(written func(string) bool) {
 		defaultAt(written, "elasticsearch.bulk_workers", &es.BulkWorkers, 2)
 		defaultAt(written, "elasticsearch.request_timeout", &es.RequestTimeout, Duration(DefaultESRequestTimeout))
 		es.CAFile = resolve(dir, es.CAFile)
+		es.PasswordFile = resolve(dir, es.PasswordFile)
+		es.APIKeyFile = resolve(dir, es.APIKeyFile)
 	}
 
 	f := &c.Fetch

@@ -123,7 +123,7 @@ func canon(h hash.Hash, path string, v reflect.Value, set bool, skip []string) {
 			if slices.Contains(skip, name) {
 				continue
 			}
-			canon(h, joinPath(path, name), v.Field(f.index[name]), false, nil)
+			canon(h, joinPath(path, name), v.FieldByIndex(f.index[name]), false, nil)
 		}
 	case reflect.Slice:
 		for i := range v.Len() {

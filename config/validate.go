@@ -179,7 +179,15 @@ func (k *checker) global() {
 		if msg := indexNameProblem(cl.StateIndex); msg != "" {
 			k.errorf("cluster.state_index", "%s", msg)
 		}
-		k.nonEmpty("cluster.node_name", cl.NodeName)
+		switch {
+		case k.has("cluster.node_name") && k.has("cluster.node_name_env"):
+			k.errorf("cluster.node_name_env", "give one of node_name and node_name_env")
+		case k.has("cluster.node_name_env"):
+			// A Kubernetes pod's name, say, by the downward API.
+			k.fromEnv("cluster.node_name_env", &cl.NodeName, cl.NodeNameEnv)
+		default:
+			k.nonEmpty("cluster.node_name", cl.NodeName)
+		}
 		k.between("cluster.partitions", int64(cl.Partitions), 1, 4096)
 		k.span("cluster.lease_ttl", cl.LeaseTTL, Duration(3*time.Second), Duration(10*time.Minute))
 	}
@@ -388,26 +396,46 @@ func (k *checker) connection(p string, es *Elasticsearch) {
 	k.between(p+".replicas", int64(*es.Replicas), 0, 64)
 	// A whole _bulk request must fit in it.
 	k.span(p+".request_timeout", es.RequestTimeout, Duration(MinESRequestTimeout), Duration(MaxESRequestTimeout))
+	pwAt, hasPassword := k.connectionSecret(p, "password", &es.Password, es.PasswordEnv, es.PasswordFile)
+	keyAt, hasKey := k.connectionSecret(p, "api_key", &es.APIKey, es.APIKeyEnv, es.APIKeyFile)
 	switch {
-	case es.Username != "" && es.Password == "":
+	case es.Username != "" && !hasPassword:
 		k.errorf(p+".username", "password is required with username")
-	case es.Username == "" && es.Password != "":
-		k.errorf(p+".password", "username is required with password")
+	case es.Username == "" && hasPassword:
+		k.errorf(pwAt, "username is required with password")
 	}
-	if es.APIKey != "" && (es.Username != "" || es.Password != "") {
-		k.errorf(p+".api_key", "use either api_key or username and password, not both")
+	if hasKey && (es.Username != "" || hasPassword) {
+		k.errorf(keyAt, "use either api_key or username and password, not both")
 	}
 	k.readable(p+".ca_file", es.CAFile)
 }
 
+// connectionSecret reads a connection's password or API key from its
+// environment variable or file when one of those forms is written, and
+// returns the key path of the form written and whether it gives the
+// secret (a variable or file that cannot has its own error). The form
+// written as is keeps its older reading, where an empty value
+// (api_key: "") means none.
+func (k *checker) connectionSecret(p, key string, v *string, env, file string) (at string, given bool) {
+	for _, form := range []string{key + "_env", key + "_file"} {
+		if k.has(p + "." + form) {
+			k.secret(p, key, v, env, file, false)
+			return p + "." + form, true
+		}
+	}
+	return p + "." + key, *v != ""
+}
+
 // stateCluster checks cluster.elasticsearch as the connection of
-// elasticsearch is checked.
+// elasticsearch is checked, and keeps the secrets read on the way.
 func (k *checker) stateCluster(es *StateConnection) {
 	const p = "cluster.elasticsearch"
 	if k.c.Cluster.StateIndex == "" {
 		k.errorf(p, "needs cluster.state_index: without it the state is in state_dir")
 	}
-	k.connection(p, es.connection())
+	conn := es.connection()
+	k.connection(p, conn)
+	es.Credentials = conn.Credentials
 }
 
 // analysisSections are the parts of index.analysis Elasticsearch knows.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -12,22 +13,32 @@ import (
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
 	"github.com/crawlspace/crawlspace/monitor"
 )
 
 // A crawl through the shared store: the page and /status.json show this
 // process alive, holding every partition, as `crawlspace status` does.
+// It is ready while it renews its leases: when the state's cluster stops
+// answering for longer than lease_ttl, its partitions are another's to
+// take and /readyz says 503; it is ready again with its next round.
 func TestStatusPageShowsTheClusterMembersAndPartitionsOfASharedCrawl(t *testing.T) {
 	site := mixedSite(t)
 	name := estest.Index(t)
+	proxy := estest.Proxy(t)
 	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 50ms}
-cluster: {state_index: %s-state, node_name: crawler-a, partitions: 4, lease_ttl: 3s}
+cluster:
+  state_index: %s-state
+  node_name: crawler-a
+  partitions: 4
+  lease_ttl: 3s
+  elasticsearch: {addresses: [%q], replicas: 0}
 allow_private_networks: true
 sources:
   - name: site
     start_urls: [%q]
-`, estest.URL(t), name, name, site.URL+"/"))
+`, estest.URL(t), name, name, proxy.URL, site.URL+"/"))
 	c := crawltest.New(t, cfg)
 	report, err := c.Crawl(context.Background())
 	if err != nil {
@@ -65,6 +76,20 @@ sources:
 	if mb := cl.Members[0]; mb.Node != "crawler-a" || !mb.Alive || len(mb.Partitions) != 4 || mb.Heartbeat.IsZero() {
 		t.Errorf("member = %+v, want crawler-a alive with 4 partitions and a heartbeat", mb)
 	}
+
+	if code, body := probe(t, web+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz of a process that joined: %d %q", code, body)
+	}
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Refuse})
+	body := awaitProbe(t, web+"/readyz", http.StatusServiceUnavailable)
+	if !strings.Contains(body, "not ready: the shared state was last read ") || !strings.Contains(body, "longer than cluster.lease_ttl (3s)") {
+		t.Errorf("/readyz while the state's cluster refuses connections says %q", body)
+	}
+	if code, _ := probe(t, web+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while the state's cluster is away: %d, want 200", code)
+	}
+	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
+	awaitProbe(t, web+"/readyz", http.StatusOK)
 }
 
 type fixedCluster esfrontier.View

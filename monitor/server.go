@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -62,8 +64,70 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{ErrorLog: slogPrinter{s.log}}))
 	mux.HandleFunc("GET /status.json", s.serveJSON)
+	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	mux.HandleFunc("GET /readyz", s.serveReadyz)
 	mux.HandleFunc("GET /{$}", s.servePage)
 	return mux
+}
+
+// serveHealthz answers a liveness probe: the process runs and serves. The
+// failures the service cannot get past (a state store that cannot record
+// or is damaged, a shared one unreachable for five minutes) end the
+// process instead, with exit 1, for its supervisor to start it again.
+func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// serveReadyz answers a readiness probe: 200 when the service can do its
+// work now, else 503 with a line per reason (NotReady).
+func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	reasons := s.NotReady(time.Now())
+	if len(reasons) == 0 {
+		io.WriteString(w, "ok\n")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "not ready: %s\n", r)
+	}
+}
+
+// indexWatcher is a crawler that knows whether the index takes its writes.
+type indexWatcher interface {
+	// IndexUnavailableSince is zero while the writes land.
+	IndexUnavailableSince() time.Time
+}
+
+// NotReady says why the service cannot do its work at now, none when it
+// can. The state store is open whenever the server serves (it starts
+// after the store opens and stops before it closes); what may fail
+// meanwhile is the cluster the shared state lives in, whose lease rounds
+// this process must renew within cluster.lease_ttl, and the index the
+// documents go to.
+func (s *Server) NotReady(now time.Time) []string {
+	var out []string
+	s.mu.Lock()
+	cluster := s.cluster
+	s.mu.Unlock()
+	if cluster != nil {
+		ttl := s.cfg.Cluster.LeaseTTL.D()
+		switch at := cluster.Cluster().At; {
+		case at.IsZero():
+			out = append(out, "the shared state has not been read yet")
+		case now.Sub(at) > ttl:
+			out = append(out, fmt.Sprintf("the shared state was last read %s ago, longer than cluster.lease_ttl (%s): this process's lease rounds fail",
+				now.Sub(at).Round(time.Second), short(ttl)))
+		}
+	}
+	if iw, ok := s.crawler.(indexWatcher); ok {
+		if since := iw.IndexUnavailableSince(); !since.IsZero() {
+			out = append(out, fmt.Sprintf("Elasticsearch has taken no document write since %s (%s ago); they are retried until they land",
+				since.UTC().Format(time.RFC3339), now.Sub(since).Round(time.Second)))
+		}
+	}
+	return out
 }
 
 // Start listens on addr (port 0 picks a free one) and serves in the

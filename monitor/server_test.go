@@ -16,7 +16,8 @@ import (
 	"github.com/crawlspace/crawlspace/provider"
 )
 
-func get(t *testing.T, url string) (string, http.Header) {
+// fetch GETs url and returns its status, body and header.
+func fetch(t *testing.T, url string) (int, string, http.Header) {
 	t.Helper()
 	res, err := http.Get(url)
 	if err != nil {
@@ -27,10 +28,16 @@ func get(t *testing.T, url string) (string, http.Header) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s\n%s", url, res.Status, body)
+	return res.StatusCode, string(body), res.Header
+}
+
+func get(t *testing.T, url string) (string, http.Header) {
+	t.Helper()
+	code, body, hdr := fetch(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", url, code, body)
 	}
-	return string(body), res.Header
+	return body, hdr
 }
 
 func TestStatusPageShowsProgressTheLastCycleReasonsAndWhatIsDue(t *testing.T) {

@@ -73,6 +73,17 @@ func (s sinkObserver) Available(down time.Duration, retried int) {
 	s.c.log.Info("elasticsearch available again", "down_for", down.Round(time.Millisecond).String(), "writes_retried", retried)
 }
 
+// IndexUnavailableSince is when the index stopped taking the crawl's
+// writes, as the sink last found: zero while they land. Between writes
+// nothing is asked of the index, so an outage shows with the first write
+// it delays.
+func (c *Crawler) IndexUnavailableSince() time.Time {
+	if d, ok := c.sink.(interface{ DownSince() time.Time }); ok {
+		return d.DownSince()
+	}
+	return time.Time{}
+}
+
 func (s sinkObserver) Bulk(took time.Duration, status int, err error) {
 	if o, _ := s.c.observed(); o != nil {
 		o.Bulk(took, status, err)

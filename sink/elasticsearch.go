@@ -661,6 +661,17 @@ func (s *Elasticsearch) trouble(err error) {
 	}
 }
 
+// DownSince is when writes stopped landing, zero while they land: an
+// outage ends once a request landed whole and no write it delayed waits.
+func (s *Elasticsearch) DownSince() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.outage.down {
+		return time.Time{}
+	}
+	return s.outage.since
+}
+
 // recovered ends an outage once a request landed whole and no write it
 // delayed is still waiting to be sent again.
 func (s *Elasticsearch) recovered() {
