@@ -32,7 +32,7 @@ func TestEveryConfigKeyMeansTheSameThroughTheChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owned := regexp.MustCompile(`^(state_dir|metrics_addr|  node_name):`)
+	owned := regexp.MustCompile(`^(state_dir|metrics_addr|  node_name|  address):`)
 	values := "mode: shared\nconfig:\n"
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !owned.MatchString(line) {
@@ -48,6 +48,13 @@ func TestEveryConfigKeyMeansTheSameThroughTheChart(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(filepath.Dir(path), "secrets"), os.DirFS(filepath.Join(filepath.Dir(everyKey), "secrets"))); err != nil {
 		t.Fatal(err)
 	}
+	webConfig, err := os.ReadFile(filepath.Join(filepath.Dir(everyKey), "web-config.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "web-config.yml"), webConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("POD_NAME", want.Cluster.NodeName) // the pod named as the file names the process
 	for name, value := range podEnv(t, w, "", nil) {
 		if name != "POD_NAME" {
@@ -58,10 +65,10 @@ func TestEveryConfigKeyMeansTheSameThroughTheChart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("every-key.yaml through the chart does not load:\n%v", err)
 	}
-	if got.StateDir != "/state" || got.MetricsAddr != ":9108" {
-		t.Errorf("the chart's keys: state_dir %q, metrics_addr %q", got.StateDir, got.MetricsAddr)
+	if got.StateDir != "/state" || got.Service.Address != ":9108" {
+		t.Errorf("the chart's keys: state_dir %q, service.address %q", got.StateDir, got.Service.Address)
 	}
-	got.StateDir, got.MetricsAddr = want.StateDir, want.MetricsAddr
+	got.StateDir, got.MetricsAddr, got.Service.Address = want.StateDir, want.MetricsAddr, want.Service.Address
 	got.Cluster.NodeNameEnv = ""
 	g, w2 := comparable(t, got, filepath.Dir(path)), comparable(t, want, filepath.Dir(everyKey))
 	if g != w2 {

@@ -45,8 +45,12 @@ needs, with the keys the chart owns added.
 {{- end -}}
 {{- range $key := list "state_dir" "metrics_addr" -}}
 {{- if hasKey $cfg $key -}}
-{{- fail (printf "config.%s: the chart sets it (state_dir /state, metrics_addr from metrics.port): leave it out" $key) -}}
+{{- fail (printf "config.%s: the chart sets it (state_dir /state, service.address from metrics.port): leave it out" $key) -}}
 {{- end -}}
+{{- end -}}
+{{- $service := $cfg.service | default dict -}}
+{{- if hasKey $service "address" -}}
+{{- fail "config.service.address: the chart sets it from metrics.port (the metrics, the status page and the control API): leave it out" -}}
 {{- end -}}
 {{- $cluster := $cfg.cluster | default dict -}}
 {{- if eq .Values.mode "shared" -}}
@@ -67,7 +71,8 @@ needs, with the keys the chart owns added.
 {{- fail "config.cluster.state_index: mode single keeps the state on its volume; for a crawl shared through Elasticsearch use mode shared" -}}
 {{- end -}}
 {{- $_ := set $cfg "state_dir" "/state" -}}
-{{- $_ := set $cfg "metrics_addr" (printf ":%d" (int .Values.metrics.port)) -}}
+{{- $_ := set $service "address" (printf ":%d" (int .Values.metrics.port)) -}}
+{{- $_ := set $cfg "service" $service -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
