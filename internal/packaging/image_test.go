@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -350,25 +349,9 @@ sources:
 // the Word and Excel files.
 func checkIndexed(t *testing.T, esURL, index, siteURL string) {
 	t.Helper()
-	resp, err := http.Get(esURL + "/" + index + "/_search?size=100&_source=doc_url,doc_title")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var found struct {
-		Hits struct {
-			Hits []struct {
-				ID     string             `json:"_id"`
-				Source docfields.Document `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
-		t.Fatalf("searching %s: %s %v", index, resp.Status, err)
-	}
 	titles := map[string]string{}
-	for _, h := range found.Hits.Hits {
-		titles[h.Source.URL] = h.Source.Title
+	for _, doc := range estest.Documents[docfields.Document](t, esURL, index) {
+		titles[doc.URL] = doc.Title
 	}
 	if len(titles) != 15 {
 		t.Errorf("the index holds %d documents, want the 15 of the demo site: %v", len(titles), titles)
