@@ -2,9 +2,7 @@ package provider_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -129,32 +127,7 @@ sources:
 
 // searchAll reads every document of the alias through the search API.
 func searchAll(t *testing.T, esURL, index string) map[string]*docfields.Document {
-	t.Helper()
-	res, err := http.Get(esURL + "/" + index + "/_search?size=1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(res.Body)
-		t.Fatalf("search %s: %s: %s", index, res.Status, raw)
-	}
-	var out struct {
-		Hits struct {
-			Hits []struct {
-				ID     string             `json:"_id"`
-				Source docfields.Document `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	docs := map[string]*docfields.Document{}
-	for _, h := range out.Hits.Hits {
-		docs[h.ID] = &h.Source
-	}
-	return docs
+	return estest.Documents[docfields.Document](t, esURL, index)
 }
 
 // demoIntoFile configures a crawl of the demo site, served on loopback,

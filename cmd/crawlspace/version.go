@@ -10,9 +10,16 @@ func init() {
 	register("version", "print the version and build information", runVersion)
 }
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
-// otherwise the module version, else "devel", is shown.
-var version = ""
+// Stamped at build time with -ldflags -X (scripts/build does it for the
+// releases and the container image): main.version (v1.2.3), main.revision
+// (the commit) and main.buildDate (RFC 3339). Without them the module
+// version, else "devel", and the version control information Go records
+// are shown.
+var (
+	version   = ""
+	revision  = ""
+	buildDate = ""
+)
 
 func runVersion(args []string) int {
 	fs := newFlags("version")
@@ -39,25 +46,28 @@ func buildVersion() string {
 //
 //	crawlspace VERSION GOVERSION OS/ARCH [commit REVISION [TIME] [modified]]
 //
-// The commit part is there when the build recorded version control
-// information (not with -buildvcs=false, nor outside a checkout).
+// The commit part is there when the build was stamped with a revision or
+// recorded version control information (not with -buildvcs=false, nor
+// outside a checkout); a stamp wins over what Go recorded, since a build
+// from a source archive records nothing.
 func versionLine() string {
 	line := fmt.Sprintf("crawlspace %s %s %s/%s", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return line
-	}
 	var rev, when string
 	modified := false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
 		}
+	}
+	if revision != "" {
+		rev, when = revision, buildDate
 	}
 	if rev == "" {
 		return line

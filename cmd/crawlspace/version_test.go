@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,13 +49,39 @@ func TestVersionCommandPrintsTheStampedVersionAndCommit(t *testing.T) {
 	if m[1] != "v1.2.3-test" || m[3] != runtime.GOOS+"/"+runtime.GOARCH {
 		t.Errorf("crawlspace version = %q, want the -X main.version stamp", line)
 	}
-	// In a git checkout the build records the commit.
-	head, err := exec.CommandContext(t.Context(), "git", "rev-parse", "HEAD").Output()
+	// Where the build recorded version control information (a git
+	// checkout, and go recognises it: not a linked worktree, nor a
+	// GOFLAGS=-buildvcs=false in go env), the line names its commit.
+	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
-		t.Logf("no git checkout (%v): the commit is not checked", err)
+		t.Fatal(err)
+	}
+	var recorded string
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			recorded = s.Value
+		}
+	}
+	if recorded == "" {
+		t.Log("the build recorded no version control information: the commit is not checked")
 		return
 	}
-	if m[4] != strings.TrimSpace(string(head)) || m[5] == "" {
-		t.Errorf("crawlspace version = %q, want commit %s and its time", line, head)
+	if m[4] != recorded || m[5] == "" {
+		t.Errorf("crawlspace version = %q, want commit %s and its time", line, recorded)
+	}
+}
+
+// The revision and date stamped by scripts/build win over what Go
+// recorded: a build from a source archive records nothing, and a
+// reproducible build stamps SOURCE_DATE_EPOCH, not the commit's time.
+func TestVersionLinePrintsTheStampedRevisionAndDate(t *testing.T) {
+	defer func(v, r, d string) { version, revision, buildDate = v, r, d }(version, revision, buildDate)
+	version, revision, buildDate = "v1.2.3", strings.Repeat("ab", 20), "2023-11-14T22:13:20Z"
+	m := versionFormat.FindStringSubmatch(versionLine())
+	if m == nil {
+		t.Fatalf("version line %q does not match %s", versionLine(), versionFormat)
+	}
+	if m[1] != "v1.2.3" || m[4] != revision || m[5] != buildDate || m[6] != "" {
+		t.Errorf("version line %q, want v1.2.3, commit %s %s, not modified", versionLine(), revision, buildDate)
 	}
 }
