@@ -298,7 +298,7 @@ func writeTable(w io.Writer, title string, header []string, runs []Record, expec
 func okSummary(s *summary) bool { return s != nil && len(s.ok) > 0 && !math.IsNaN(s.rate) }
 
 func writeTargets(w io.Writer, sums map[string]*summary) {
-	fmt.Fprintln(w, "### Targets (issues 7 and 20)")
+	fmt.Fprintln(w, "### Targets")
 	fmt.Fprintln(w)
 	verdict := func(ok bool) string {
 		if ok {

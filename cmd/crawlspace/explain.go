@@ -29,7 +29,7 @@ func init() {
 
 func runExplain(args []string) int { return explain(args, os.Stdout, os.Stderr) }
 
-// explanation is one line of `explain -json`: the fields README.md lists,
+// explanation is one line of `explain -json`: the fields docs/commands.md lists,
 // in that order, ending with the URL that would be fetched.
 type explanation struct {
 	// URL is the URL as found (urlnorm.Found, its query as written): what

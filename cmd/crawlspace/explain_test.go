@@ -54,7 +54,7 @@ func runExplainCmd(args ...string) (code int, stdout, stderr string) {
 }
 
 // decodeLines reads explain -json output, checking every line has the keys
-// README.md lists, in their order: those up to key always, then auth,
+// docs/commands.md lists, in their order: those up to key always, then auth,
 // render and delay where they apply.
 func decodeLines(t *testing.T, out string) []explanation {
 	t.Helper()
