@@ -99,7 +99,13 @@ func (s *Store) Reach(roots []uint64) (*frontier.Reached, error) {
 			} `json:"hits"`
 		} `json:"hits"`
 	}
-	err := s.do(ctx, http.MethodPost, "/"+s.links+"/_search?scroll=1m", map[string]any{"size": 5000, "sort": []string{"_doc"}}, &ans)
+	// Read at a cycle's end, right after its last pages' outlinks were
+	// stored: unrefreshed, the index would still hold the links a page had
+	// before, and pages it no longer links would not be orphans.
+	err := s.do(ctx, http.MethodPost, "/"+s.links+"/_refresh", nil, nil)
+	if err == nil {
+		err = s.do(ctx, http.MethodPost, "/"+s.links+"/_search?scroll=1m", map[string]any{"size": 5000, "sort": []string{"_doc"}}, &ans)
+	}
 	for err == nil && len(ans.Hits.Hits) > 0 {
 		for _, h := range ans.Hits.Hits {
 			k, perr := strconv.ParseUint(h.ID, 16, 64)
