@@ -222,7 +222,7 @@ func (f *Frontier) Reclaim(rs []Reclaim) ([]error, error) {
 	changes := make([]edit, len(rs))
 	for i := range rs {
 		r := &rs[i]
-		changes[i] = edit{URL: r.URL, Events: []Event{{Kind: EventWriteSent, Reason: r.Pending, Detail: r.Detail}},
+		changes[i] = edit{URL: r.URL, Events: []Event{r.Event()},
 			Fn:    func(rec *Record) error { return reclaimRecord(rec, r) },
 			Group: func(tx *bolt.Tx, rec *Record) (error, error) { return reclaimIn(tx, rec, r) }}
 	}

@@ -240,11 +240,21 @@ type Reclaim struct {
 	// Hash is the hash of the document once written (Record.Hash).
 	Hash string
 	// Pending is the write, PendingIndex or PendingDelete, of the
-	// document DocID. An index needs the document indexed with no write
-	// pending (it changes fields of it), a delete no write pending.
+	// document DocID, or PendingHold for a delete held back until the end
+	// of the cycle (its source's hold_deletes). An index needs the document
+	// indexed with no write pending (it changes fields of it), a delete no
+	// write pending.
 	Pending, DocID string
 	// Detail goes with the write's history event.
 	Detail string
+}
+
+// Event is the history event of r: its write sent, or its delete held.
+func (r *Reclaim) Event() Event {
+	if r.Pending == PendingHold {
+		return Event{Kind: EventDeleteHeld, Reason: PendingHold, Detail: HoldDetail}
+	}
+	return Event{Kind: EventWriteSent, Reason: r.Pending, Detail: r.Detail}
 }
 
 // GroupReader is what a store implementing Duplicates may add for the

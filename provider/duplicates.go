@@ -339,6 +339,11 @@ func (c *Crawler) rewrite(g frontier.Duplicates, names []groupName) (kept []grou
 			}
 			for _, m := range v.stale {
 				r, w := reclaim(name, v, m)
+				if w.del && c.guarded(w.source) {
+					// A member folded into its group loses its document:
+					// a delete like any other, held until the cycle's end.
+					r.Pending, w.hold = frontier.PendingHold, true
+				}
 				rs, ws, of = append(rs, r), append(ws, w), append(of, name)
 			}
 		}
@@ -384,7 +389,9 @@ func (c *Crawler) reclaim(g frontier.Duplicates, rs []frontier.Reclaim, ws []*wr
 				c.log.Debug("group of duplicates rewritten from the store", "url", rs[i].URL, "source", ws[i].source,
 					"write", rs[i].Pending, "detail", rs[i].Detail)
 			}
-			c.writes.send(ws[i])
+			if !ws[i].hold {
+				c.writes.send(ws[i])
+			}
 		case errors.Is(err, frontier.ErrUnsettled):
 			if len(kept) == 0 || kept[len(kept)-1] != of[i] {
 				kept = append(kept, of[i])

@@ -323,7 +323,7 @@ func (s *Store) Reclaim(rs []frontier.Reclaim) ([]error, error) {
 			return nil, false, frontier.ErrUnsettled
 		}
 		r.Hash, r.Pending, r.DocID = rc.Hash, rc.Pending, rc.DocID
-		note(frontier.Event{Kind: frontier.EventWriteSent, Reason: rc.Pending, Detail: rc.Detail})
+		note(rc.Event())
 		return map[string]any{"claim": max(rc.To, 0)}, true, nil
 	})
 	if err != nil {
