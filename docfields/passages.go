@@ -74,16 +74,18 @@ var VectorIndexTypes = []string{"hnsw", "int8_hnsw", "int4_hnsw", "bbq_hnsw", "f
 // passagesMapping is the nested mapping of doc_passages; v adds the
 // vector field when the index has embeddings.
 func passagesMapping(v *Vectors) map[string]any {
-	stored := func(typ string) map[string]any {
-		// Kept for reading back, never searched: no index, no doc values.
-		return map[string]any{"type": typ, "index": false, "doc_values": false}
-	}
+	// A search shows the passages it found as inner hits. Read from the
+	// document's _source, each costs a parse of the whole document, its
+	// vectors included: ten times the time of the search itself
+	// (docs/semantic.md). Stored fields and doc values are read without
+	// it, so text and headings are stored and the URL has doc values.
 	props := map[string]any{
-		"text":     map[string]any{"type": "text"},
-		"headings": map[string]any{"type": "text"},
-		"url":      stored("keyword"),
+		"text":     map[string]any{"type": "text", "store": true},
+		"headings": map[string]any{"type": "text", "store": true},
+		"url":      map[string]any{"type": "keyword", "index": false},
 		"page":     map[string]any{"type": "integer"},
-		"hash":     stored("keyword"),
+		// Kept for reading back, never searched.
+		"hash": map[string]any{"type": "keyword", "index": false, "doc_values": false},
 	}
 	if v != nil {
 		vec := map[string]any{"type": "dense_vector", "dims": v.Dims, "similarity": v.Similarity, "index": true}

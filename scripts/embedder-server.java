@@ -8,12 +8,14 @@
 //                         -> {"object":"list","data":[{"object":"embedding","embedding":[...],"index":i}],
 //                             "model":M,"usage":{"prompt_tokens":N,"total_tokens":N}}
 //                         errors as OpenAI writes them: {"error":{"message","type","param","code"}}
+//                         an input past --max-input-tokens (default 512, the models' positions) is refused
+//                         with 400, as OpenAI refuses an input past a model's context length
 //   GET  /v1/models       the models served, as OpenAI lists them (also the liveness probe)
 //   GET  /stats[?key=K]   requests, inputs, tokens and characters answered since the start; with key,
 //                         only those of requests sent with "Authorization: Bearer K", so a test can
 //                         count its own calls while other tests share the server
 //
-// Usage: java -cp 'classes:lib/*' CrawlspaceEmbedder --host 127.0.0.1 --port 8089 [--threads N]
+// Usage: java -cp 'classes:lib/*' CrawlspaceEmbedder --host 127.0.0.1 --port 8089 [--threads N] [--max-input-tokens N]
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -26,6 +28,7 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtSession;
 import dev.langchain4j.model.embedding.EmbeddingModel;
 import dev.langchain4j.model.embedding.onnx.AbstractInProcessEmbeddingModel;
+import dev.langchain4j.model.embedding.onnx.HuggingFaceTokenCountEstimator;
 import dev.langchain4j.model.embedding.onnx.OnnxBertBiEncoder;
 import dev.langchain4j.model.embedding.onnx.PoolingMode;
 import dev.langchain4j.model.output.Response;
@@ -75,6 +78,9 @@ class CrawlspaceEmbedder {
     static final Counts total = new Counts();
     static final Map<String, Counts> byKey = new ConcurrentHashMap<>();
     static final Map<String, Model> models = new LinkedHashMap<>();
+    // Both models use BERT's uncased vocabulary, which langchain4j ships for counting.
+    static final HuggingFaceTokenCountEstimator counter = new HuggingFaceTokenCountEstimator();
+    static int maxInputTokens = 512;
 
     public static void main(String[] args) throws Exception {
         String host = "127.0.0.1";
@@ -85,8 +91,9 @@ class CrawlspaceEmbedder {
                 case "--host" -> host = args[++i];
                 case "--port" -> port = Integer.parseInt(args[++i]);
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
+                case "--max-input-tokens" -> maxInputTokens = Integer.parseInt(args[++i]);
                 default -> {
-                    System.err.println("usage: CrawlspaceEmbedder [--host H] [--port P] [--threads N]");
+                    System.err.println("usage: CrawlspaceEmbedder [--host H] [--port P] [--threads N] [--max-input-tokens N]");
                     System.exit(2);
                 }
             }
@@ -249,10 +256,18 @@ class CrawlspaceEmbedder {
                     "input must hold from 1 to " + MAX_INPUTS + " strings, not " + inputs.size());
             return;
         }
-        for (String s : inputs) {
+        for (int i = 0; i < inputs.size(); i++) {
+            String s = inputs.get(i);
             if (s.isEmpty()) {
                 failed(mine);
                 error(ex, 400, "invalid_request_error", "input", "input strings must not be empty");
+                return;
+            }
+            int n = counter.estimateTokenCountInText(s);
+            if (n > maxInputTokens) {
+                failed(mine);
+                error(ex, 400, "invalid_request_error", "input", "This model's maximum context length is " + maxInputTokens
+                        + " tokens, however input " + i + " has " + n + " tokens. Please reduce the length of the input.");
                 return;
             }
         }

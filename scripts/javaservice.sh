@@ -207,6 +207,12 @@ cmd_stop() {
 		kill -KILL "$pid"
 		while is_our_server "$pid"; do sleep 0.1; done
 	fi
+	# A dying process loses its command line before its sockets: a start
+	# right after must not find the port still taken.
+	for ((i = 0; i < 50; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || break
+		sleep 0.1
+	done
 	rm -f "$PID_FILE"
 	log "stopped"
 }
