@@ -66,7 +66,7 @@ func Split(d *docfields.Document, o Options) ([]docfields.Passage, int) {
 				dropped++
 				continue
 			}
-			p := docfields.Passage{Text: text, Headings: pt.headings, URL: link(d.URL, pt.anchor, pt.page), Page: pt.page}
+			p := docfields.Passage{Text: text, Headings: pt.headings, URL: link(d, pt.anchor, pt.page), Page: pt.page}
 			p.Hash = Hash(Embedded(d.Title, &p, o), o.Fingerprint)
 			out = append(out, p)
 		}
@@ -114,15 +114,15 @@ func Hash(embedded, fingerprint string) string {
 }
 
 // link is the URL of a passage: the document's, with the section's anchor,
-// or #page=N (which PDF viewers open at that page).
-func link(doc, anchor string, page int) string {
+// or for a PDF #page=N, which PDF viewers open at that page.
+func link(d *docfields.Document, anchor string, page int) string {
 	switch {
 	case anchor != "":
-		return doc + "#" + (&url.URL{Fragment: anchor}).EscapedFragment()
-	case page > 0:
-		return doc + "#page=" + strconv.Itoa(page)
+		return d.URL + "#" + (&url.URL{Fragment: anchor}).EscapedFragment()
+	case page > 0 && d.ContentType == "application/pdf":
+		return d.URL + "#page=" + strconv.Itoa(page)
 	}
-	return doc
+	return d.URL
 }
 
 // parts cuts the body at its sections. The text before the first section

@@ -74,7 +74,7 @@ func TestEmptySectionsLeaveNoPassageAndPagesLinkToThemselves(t *testing.T) {
 		docfields.Section{Offset: at("Section"), Level: 2, Title: "Section", Page: 1},
 		docfields.Section{Offset: at("Text two"), Page: 2},
 	)
-	d.URL = "http://h.test/a.pdf"
+	d.URL, d.ContentType = "http://h.test/a.pdf", "application/pdf"
 	ps, _ := Split(d, Options{MaxTokens: 100})
 	if len(ps) != 2 {
 		t.Fatalf("passages %+v", ps)
