@@ -16,7 +16,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crawlspace/crawlspace/config"
 )
+
+// New is the client of the service cfg names; an inference endpoint is
+// reached through t, the documents' cluster.
+func New(cfg *config.Embeddings, t Transport) (Client, error) {
+	if cfg.Service == config.EmbedElasticsearch {
+		return NewInference(t, cfg.InferenceID, cfg.Dimensions, cfg.RequestTimeout.D()), nil
+	}
+	return NewOpenAI(OpenAIOptions{URL: cfg.URL, Model: cfg.Model, Key: cfg.APIKey,
+		Dimensions: cfg.Dimensions, Timeout: cfg.RequestTimeout.D(), CAFile: cfg.CAFile})
+}
 
 // Client embeds texts. It is safe for concurrent use.
 type Client interface {

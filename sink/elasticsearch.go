@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,9 +249,18 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	return s, nil
 }
 
-// Target is the physical index written and its alias.
+// Target is the physical index written and its alias, and the model of
+// its passages' vectors.
 func (s *Elasticsearch) Target() string {
-	return "elasticsearch index " + s.physical + " (alias " + s.alias + ")"
+	return esTarget(s.physical, s.alias, s.cfg.Embeddings)
+}
+
+func esTarget(physical, alias string, e *config.Embeddings) string {
+	t := "elasticsearch index " + physical + " (alias " + alias + ")"
+	if e != nil {
+		t += ", passages of " + strconv.Itoa(e.Passages.MaxTokens) + " tokens embedded by " + e.ModelID()
+	}
+	return t
 }
 
 // PhysicalIndex is the concrete index documents are written to.

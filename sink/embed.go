@@ -64,18 +64,10 @@ func (s *Elasticsearch) startEmbedding(ctx context.Context, cfg *config.Embeddin
 	e := &embedder{cfg: cfg, ready: make(chan *write, maxHeld), opts: passage.Options{
 		MaxTokens: cfg.Passages.MaxTokens, Overlap: cfg.Passages.OverlapTokens, MaxPassages: cfg.Passages.MaxPerDocument,
 		Title: *cfg.Passages.Title, Headings: *cfg.Passages.Headings, Fingerprint: cfg.ModelID()}}
-	switch cfg.Service {
-	case config.EmbedElasticsearch:
-		e.client = embed.NewInference(s.client, cfg.InferenceID, cfg.Dimensions, cfg.RequestTimeout.D())
-	default:
-		c, err := embed.NewOpenAI(embed.OpenAIOptions{URL: cfg.URL, Model: cfg.Model, Key: cfg.APIKey,
-			Dimensions: cfg.Dimensions, Timeout: cfg.RequestTimeout.D(), CAFile: cfg.CAFile})
-		if err != nil {
-			return err
-		}
-		e.client = c
-	}
 	var err error
+	if e.client, err = embed.New(cfg, s.client); err != nil {
+		return err
+	}
 	if e.sourceVectors, err = s.asksForVectors(ctx); err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package sink_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -47,41 +45,6 @@ var notes = []string{
 	"Backups", "Copies of the databases are taken every night and kept for thirty days.",
 }
 
-// passagesOf reads a document's passages back from the index, vectors
-// included.
-func passagesOf(t *testing.T, esURL, index, u string) []docfields.Passage {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, esURL+"/"+index+"/_search", strings.NewReader(
-		`{"query":{"term":{"doc_url":`+jsonString(u)+`}},"_source":{"includes":["doc_passages"],"exclude_vectors":false}}`))
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var ans struct {
-		Hits struct {
-			Hits []struct {
-				Source struct {
-					Passages []docfields.Passage `json:"doc_passages"`
-				} `json:"_source"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
-		t.Fatal(err)
-	}
-	if len(ans.Hits.Hits) != 1 {
-		return nil
-	}
-	return ans.Hits.Hits[0].Source.Passages
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 // The passages of a document land with it, each with its vector from the
 // real model; written again unchanged, no passage is embedded again (the
 // server sees no request), and with one section changed only that
@@ -111,7 +74,7 @@ func TestPassagesGetVectorsAndOnlyChangedOnesAreEmbeddedAgain(t *testing.T) {
 		first.Passages.Characters == 0 || first.Passages.Tokens == 0 {
 		t.Fatalf("first write %+v", first)
 	}
-	ps := passagesOf(t, esURL, index, u)
+	ps := embedtest.Passages(t, esURL, index, u)
 	if len(ps) != 3 {
 		t.Fatalf("passages in the index %+v", ps)
 	}
@@ -141,7 +104,7 @@ func TestPassagesGetVectorsAndOnlyChangedOnesAreEmbeddedAgain(t *testing.T) {
 	if s := embedtest.Stats(t, key); s.Requests != 2 || s.Inputs != 4 {
 		t.Errorf("server counted %+v, want one more request of one text", s)
 	}
-	for i, p := range passagesOf(t, esURL, index, u) {
+	for i, p := range embedtest.Passages(t, esURL, index, u) {
 		if p.Vector == nil || (i != 1) != (p.Vector[0] == ps[i].Vector[0]) {
 			t.Errorf("passage %d vector: changed %v, want only passage 1's", i, p.Vector[0] != ps[i].Vector[0])
 		}
@@ -233,7 +196,7 @@ func TestAnEmbeddingOutageHoldsTheDocumentsUntilTheServiceIsBack(t *testing.T) {
 			}
 		}
 		for i := range n {
-			for _, ps := range passagesOf(t, esURL, index, "http://example.test/n"+string(rune('a'+i))) {
+			for _, ps := range embedtest.Passages(t, esURL, index, "http://example.test/n"+string(rune('a'+i))) {
 				if len(ps.Vector) != embedtest.Dimensions {
 					t.Errorf("%+v: a passage landed without its vector", fault)
 				}
@@ -338,7 +301,7 @@ func TestIndexWithoutVectorsWritesTheDocumentAndSaysSo(t *testing.T) {
 		!strings.Contains(got.all[0].Reason, "503") {
 		t.Fatalf("results %+v", got.all)
 	}
-	ps := passagesOf(t, esURL, index, u)
+	ps := embedtest.Passages(t, esURL, index, u)
 	if len(ps) != 3 || ps[0].Vector != nil || ps[0].Text == "" {
 		t.Errorf("passages %+v, want their text without vectors", ps)
 	}

@@ -98,6 +98,15 @@ type Sink interface {
 	Target() string
 }
 
+// TargetOf is the Target of the sink cfg names, without opening it: what
+// status compares with the target last published.
+func TargetOf(cfg *config.Config) string {
+	if es := cfg.Elasticsearch; es != nil {
+		return esTarget(docfields.PhysicalIndexWith(es.Index, cfg.ExtraFields, es.IndexOptions()), es.Index, es.Embeddings)
+	}
+	return fileTarget(cfg.Output.File)
+}
+
 // Opener returns the constructor of the sink cfg names: Elasticsearch when
 // the config has an elasticsearch block, else the file sink. The crawler
 // calls it with the callback that must receive every outcome.

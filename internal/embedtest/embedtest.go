@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // EnvURL names the environment variable holding the API's base URL (ending in /v1); scripts/test
@@ -118,4 +120,34 @@ func get(u string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s %.100q", u, resp.Status, body)
 	}
 	return body, nil
+}
+
+// Passages reads the passages of the document of docURL back from index on the node at esURL,
+// vectors included (9.x leaves them out of _source unless asked); nil when the index does not hold
+// the document.
+func Passages(t testing.TB, esURL, index, docURL string) []docfields.Passage {
+	t.Helper()
+	q, _ := json.Marshal(map[string]any{"query": map[string]any{"term": map[string]any{"doc_url": docURL}},
+		"_source": map[string]any{"includes": []string{docfields.PassagesField}, "exclude_vectors": false}})
+	res, err := http.Post(esURL+"/"+index+"/_search", "application/json", strings.NewReader(string(q)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var ans struct {
+		Hits struct {
+			Hits []struct {
+				Source struct {
+					Passages []docfields.Passage `json:"doc_passages"`
+				} `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
+		t.Fatal(err)
+	}
+	if len(ans.Hits.Hits) != 1 {
+		return nil
+	}
+	return ans.Hits.Hits[0].Source.Passages
 }
