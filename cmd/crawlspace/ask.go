@@ -10,7 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/crawlspace/crawlspace/embed"
-	"github.com/crawlspace/crawlspace/search"
+	// Named apart from the package tests' search helper.
+	psearch "github.com/crawlspace/crawlspace/search"
 	"github.com/crawlspace/crawlspace/sink"
 )
 
@@ -27,21 +28,21 @@ func ask(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "configuration file")
 	mode := fs.String("mode", "all", "lexical, knn, hybrid or all")
-	k := fs.Int("k", search.Defaults.K, "passages shown")
+	k := fs.Int("k", psearch.Defaults.K, "passages shown")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	question := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	modes := search.Modes
+	modes := psearch.Modes
 	if *mode != "all" {
-		modes = []search.Mode{search.Mode(*mode)}
+		modes = []psearch.Mode{psearch.Mode(*mode)}
 	}
 	switch {
 	case question == "":
 		fmt.Fprintln(stderr, "crawlspace ask: give the question after the flags")
 		return exitUsage
-	case *mode != "all" && *mode != string(search.Lexical) && *mode != string(search.KNN) && *mode != string(search.Hybrid):
+	case *mode != "all" && *mode != string(psearch.Lexical) && *mode != string(psearch.KNN) && *mode != string(psearch.Hybrid):
 		fmt.Fprintf(stderr, "crawlspace ask: -mode %q is not lexical, knn, hybrid or all\n", *mode)
 		return exitUsage
 	case *k < 1 || *k > 100:
@@ -72,11 +73,11 @@ func ask(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawlspace ask: embedding the question: %v\n", err)
 		return exitFailed
 	}
-	o := search.Defaults
+	o := psearch.Defaults
 	o.K = *k
-	found := map[search.Mode][]search.Passage{}
+	found := map[psearch.Mode][]psearch.Passage{}
 	for _, m := range modes {
-		ps, err := search.Run(ctx, es, cfg.Elasticsearch.Index, m, question, a.Vectors[0], o)
+		ps, err := psearch.Run(ctx, es, cfg.Elasticsearch.Index, m, question, a.Vectors[0], o)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawlspace ask: %v\n", err)
 			return exitFailed
