@@ -71,6 +71,24 @@ func TestTheRealModelEmbedsTextsInOrderAndMeaningIsNear(t *testing.T) {
 	}
 }
 
+// A passage of the default size is embedded whole: its last words, past
+// the 128 word pieces langchain4j's copy of the tokenizer stops at, still
+// move its vector, and the server counts every word piece it read.
+func TestTheServerEmbedsAPassageOfTheDefaultSizeWhole(t *testing.T) {
+	c := openAI(t, embedtest.URL(t), embedtest.Key(t), embedtest.Dimensions, time.Minute)
+	head := strings.Repeat("The maintainer uploads the package to the archive. ", 15) // 180 word pieces
+	a, err := c.Embed(context.Background(), []string{head, head + "Penguins swim in the cold southern ocean."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim := cosine(a.Vectors[0], a.Vectors[1]); sim > 0.999 {
+		t.Errorf("the words after the 128th word piece changed nothing (cosine %.5f)", sim)
+	}
+	if a.Tokens < 2*180 {
+		t.Errorf("the server read %d word pieces of two texts of 180 and more", a.Tokens)
+	}
+}
+
 // What a crawl cannot get past by waiting is told apart from an outage:
 // vectors of another length than configured, a model the service does
 // not have.

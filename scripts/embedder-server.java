@@ -8,8 +8,11 @@
 //                         -> {"object":"list","data":[{"object":"embedding","embedding":[...],"index":i}],
 //                             "model":M,"usage":{"prompt_tokens":N,"total_tokens":N}}
 //                         errors as OpenAI writes them: {"error":{"message","type","param","code"}}
-//                         an input past --max-input-tokens (default 512, the models' positions) is refused
-//                         with 400, as OpenAI refuses an input past a model's context length
+//                         a text is embedded from its first 256 word pieces (sentence-transformers'
+//                         max_seq_length for the model), the rest cut off as text-embeddings-inference
+//                         and Ollama cut it; usage counts the word pieces embedded. An input past
+//                         --max-input-tokens (default 512, the models' positions) is refused with 400,
+//                         as OpenAI refuses an input past a model's context length
 //   GET  /v1/models       the models served, as OpenAI lists them (also the liveness probe)
 //   GET  /stats[?key=K]   requests, inputs, tokens and characters answered since the start; with key,
 //                         only those of requests sent with "Authorization: Bearer K", so a test can
@@ -32,6 +35,7 @@ import dev.langchain4j.model.embedding.onnx.HuggingFaceTokenCountEstimator;
 import dev.langchain4j.model.embedding.onnx.OnnxBertBiEncoder;
 import dev.langchain4j.model.embedding.onnx.PoolingMode;
 import dev.langchain4j.model.output.Response;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -57,6 +61,9 @@ class CrawlspaceEmbedder {
     static final int MAX_INPUTS = 2048;
     // A request body past this is refused before it is parsed.
     static final int MAX_BODY = 32 << 20;
+    // The word pieces a text is embedded from, the rest cut off: sentence-transformers' max_seq_length
+    // for all-MiniLM-L6-v2, the length it was tuned on.
+    static final int MAX_SEQ_LENGTH = 256;
 
     record Model(String name, EmbeddingModel model) {}
 
@@ -140,10 +147,25 @@ class CrawlspaceEmbedder {
         }
         OrtSession session = env.createSession(onnx, opts);
         OnnxBertBiEncoder encoder;
-        try (InputStream tokenizer = resource(name + "-tokenizer.json")) {
+        try (InputStream tokenizer = new ByteArrayInputStream(tokenizerJSON(name))) {
             encoder = new OnnxBertBiEncoder(env, session, tokenizer, PoolingMode.MEAN);
         }
         return new InProcess(encoder, pool);
+    }
+
+    // tokenizerJSON is the model's tokenizer as the jar has it, but reading up to MAX_SEQ_LENGTH
+    // word pieces: the jar's copy truncates at 128 (and pads to 128), so the end of any longer
+    // passage was silently left out of its vector.
+    static byte[] tokenizerJSON(String name) throws IOException {
+        ObjectNode tok;
+        try (InputStream in = resource(name + "-tokenizer.json")) {
+            tok = (ObjectNode) JSON.readTree(in);
+        }
+        if (tok.get("truncation") instanceof ObjectNode t) {
+            t.put("max_length", MAX_SEQ_LENGTH);
+        }
+        tok.putNull("padding");
+        return JSON.writeValueAsBytes(tok);
     }
 
     static InputStream resource(String name) throws IOException {
