@@ -53,7 +53,7 @@ type Options struct {
 // Defaults are what crawlspace ask and the measurements use. The boosts
 // put a passage's BM25 score (some units) beside its cosine score (0.5 to
 // 1): docs/semantic.md gives what they were measured to do.
-var Defaults = Options{K: 5, Candidates: 100, LexicalBoost: 0.05, KNNBoost: 1}
+var Defaults = Options{K: 5, Candidates: 100, LexicalBoost: 0.02, KNNBoost: 1}
 
 // innerHits asks for the passages found, read from stored fields and doc
 // values: from _source each would cost a parse of the whole document.
