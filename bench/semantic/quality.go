@@ -166,6 +166,7 @@ func qualityCmd(args []string) error {
 	maxTokens := fs.Int("max-tokens", config.DefaultPassageTokens, "passage size in tokens")
 	boosts := fs.String("boosts", "0.02,0.05,0.1,0.2", "the hybrid lexical boosts measured (kNN's is 1)")
 	keep := fs.Bool("keep", false, "keep the indices")
+	prefixes := fs.Bool("prefixes", true, "embed each passage after the title and its heading path")
 	_ = fs.Parse(args)
 	qs, err := loadQuestions(c.questions)
 	if err != nil {
@@ -192,8 +193,8 @@ func qualityCmd(args []string) error {
 		return err
 	}
 	words.name = "without embeddings"
-	emb := fmt.Sprintf("  embeddings: {url: %q, model: %s, dimensions: 384, passages: {max_tokens: %d, overlap_tokens: %d}}",
-		c.embedder, c.model, *maxTokens, *maxTokens/5)
+	emb := fmt.Sprintf("  embeddings: {url: %q, model: %s, dimensions: 384, passages: {max_tokens: %d, overlap_tokens: %d, title: %t, headings: %t}}",
+		c.embedder, c.model, *maxTokens, *maxTokens/5, *prefixes, *prefixes)
 	sem, err := crawlSite(n, c.es, base, "crawlspace-bench-semantic", emb, dir)
 	if err != nil {
 		return err
@@ -287,12 +288,12 @@ func qualityCmd(args []string) error {
 		s := score(ranks)
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.0f ms |\n", way.name, s.recall, s.mrr, float64(percentile(lat, 0.5).Microseconds())/1000)
 	}
-	return tokenRatio(w, n, sem.index, p.Tokens)
+	return tokenRatio(w, n, sem.index, p.Tokens, *prefixes)
 }
 
 // tokenRatio compares passage's count of the tokens embedded with the
 // model's own.
-func tokenRatio(w io.Writer, n *node, index string, modelTokens int64) error {
+func tokenRatio(w io.Writer, n *node, index string, modelTokens int64, prefixes bool) error {
 	var ans struct {
 		Hits struct {
 			Hits []struct {
@@ -304,7 +305,7 @@ func tokenRatio(w io.Writer, n *node, index string, modelTokens int64) error {
 	if err := n.do("POST", "/"+index+"/_search", q, &ans); err != nil {
 		return err
 	}
-	opts := passage.Options{Title: true, Headings: true}
+	opts := passage.Options{Title: prefixes, Headings: prefixes}
 	var ours int64
 	for _, h := range ans.Hits.Hits {
 		for i := range h.Source.Passages {
