@@ -112,6 +112,19 @@ func TestPassagesGetVectorsAndOnlyChangedOnesAreEmbeddedAgain(t *testing.T) {
 }
 
 // outages records the embedding outages the sink reports.
+// watchedSink opens a sink on cfg whose outages and results the test sees.
+func watchedSink(t *testing.T, cfg *config.Elasticsearch) (*sink.Elasticsearch, *results, *outages) {
+	t.Helper()
+	got := &results{}
+	s, err := sink.NewElasticsearch(context.Background(), cfg, nil, got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &outages{downNow: make(chan struct{})}
+	s.Observe(seen)
+	return s, got, seen
+}
+
 type outages struct {
 	mu        sync.Mutex
 	down, up  int
@@ -158,13 +171,7 @@ func TestAnEmbeddingOutageHoldsTheDocumentsUntilTheServiceIsBack(t *testing.T) {
 	} {
 		index := estest.Index(t)
 		estest.SetFault(t, p, fault)
-		var got results
-		s, err := sink.NewElasticsearch(context.Background(), embedConfig(esURL, index, p.URL+"/v1", ""), nil, got.add)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := &outages{downNow: make(chan struct{})}
-		s.Observe(seen)
+		s, got, seen := watchedSink(t, embedConfig(esURL, index, p.URL+"/v1", ""))
 		const n = 4
 		for i := range n {
 			if err := s.Index(context.Background(), sectioned("http://example.test/n"+string(rune('a'+i)), notes...)); err != nil {
@@ -214,13 +221,7 @@ func TestAnEmbeddingOutageHoldsTheDocumentsUntilTheServiceIsBack(t *testing.T) {
 	// Closed during the outage: unsent, so they stay pending.
 	index := estest.Index(t)
 	estest.SetFault(t, p, faultproxy.Fault{Mode: faultproxy.Refuse})
-	var got results
-	s, err := sink.NewElasticsearch(context.Background(), embedConfig(esURL, index, p.URL+"/v1", ""), nil, got.add)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := &outages{downNow: make(chan struct{})}
-	s.Observe(seen)
+	s, got, seen := watchedSink(t, embedConfig(esURL, index, p.URL+"/v1", ""))
 	if err := s.Index(context.Background(), sectioned("http://example.test/held", notes...)); err != nil {
 		t.Fatal(err)
 	}
@@ -242,13 +243,7 @@ func TestVectorsOfTheWrongLengthAreNeverIndexed(t *testing.T) {
 	index := estest.Index(t)
 	cfg := embedConfig(esURL, index, embedURL, "")
 	cfg.Embeddings.Dimensions = 512
-	var got results
-	s, err := sink.NewElasticsearch(context.Background(), cfg, nil, got.add)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := &outages{downNow: make(chan struct{})}
-	s.Observe(seen)
+	s, got, seen := watchedSink(t, cfg)
 	if err := s.Index(context.Background(), sectioned("http://example.test/w", notes...)); err != nil {
 		t.Fatal(err)
 	}
