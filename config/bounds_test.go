@@ -19,6 +19,11 @@ type numericKey struct {
 
 func global(line string) string { return line + "\n" + minimal }
 
+// embed is a config whose embeddings block holds keys, and %s.
+func embed(keys string) string {
+	return global("elasticsearch: {embeddings: {url: \"http://127.0.0.1:9997/v1\", model: m, " + keys + "}}")
+}
+
 // numericKeys lists every number a configuration holds;
 // TestEveryNumericKeyIsInTheBoundsTable keeps it complete.
 var numericKeys = []numericKey{
@@ -29,6 +34,13 @@ var numericKeys = []numericKey{
 	{"elasticsearch.bulk_workers", global("elasticsearch: {bulk_workers: %s}"), "1", "64", "0", "65"},
 	{"elasticsearch.request_timeout", global("elasticsearch: {request_timeout: %s}"), "1s", "10m", "999999999ns", "600000000001ns"},
 	{"elasticsearch.refresh_interval", global("elasticsearch: {refresh_interval: %s}"), "100ms", "1h", "99999999ns", "3600000000001ns"},
+	{"elasticsearch.embeddings.dimensions", embed("dimensions: %s"), "1", "4096", "0", "4097"},
+	{"elasticsearch.embeddings.batch_size", embed("dimensions: 384, batch_size: %s"), "1", "2048", "0", "2049"},
+	{"elasticsearch.embeddings.max_in_flight", embed("dimensions: 384, max_in_flight: %s"), "1", "64", "0", "65"},
+	{"elasticsearch.embeddings.request_timeout", embed("dimensions: 384, request_timeout: %s"), "1s", "10m", "999999999ns", "600000000001ns"},
+	{"elasticsearch.embeddings.passages.max_tokens", embed("dimensions: 384, passages: {max_tokens: %s, overlap_tokens: 0}"), "16", "8192", "15", "8193"},
+	{"elasticsearch.embeddings.passages.overlap_tokens", embed("dimensions: 384, passages: {max_tokens: 100, overlap_tokens: %s}"), "0", "50", "-1", "51"},
+	{"elasticsearch.embeddings.passages.max_per_document", embed("dimensions: 384, passages: {max_per_document: %s}"), "1", "100000", "0", "100001"},
 	{"cluster.partitions", global("elasticsearch: {}\ncluster: {state_index: st, partitions: %s}"), "1", "4096", "0", "4097"},
 	{"cluster.lease_ttl", global("elasticsearch: {}\ncluster: {state_index: st, lease_ttl: %s}"), "3s", "10m", "2999999999ns", "600000000001ns"},
 	{"cluster.elasticsearch.shards", global("cluster: {state_index: st, elasticsearch: {shards: %s}}"), "1", "1024", "0", "1025"},

@@ -6,10 +6,12 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/passage"
 )
 
 // Config is one crawlspace configuration file.
@@ -94,6 +96,76 @@ type Elasticsearch struct {
 	Analyzers map[string]string `yaml:"analyzers"`
 	// Subfields adds multi-fields to fields: field → name → mapping.
 	Subfields map[string]map[string]map[string]any `yaml:"subfields"`
+	// Embeddings cuts every document into passages and gives each a vector
+	// from an embedding service, for semantic and hybrid search
+	// (docs/semantic.md); nil for an index searched by words alone.
+	Embeddings *Embeddings `yaml:"embeddings"`
+}
+
+// Embedding services.
+const (
+	// EmbedOpenAI is an OpenAI-compatible POST /v1/embeddings: OpenAI's
+	// own, Ollama, vLLM, text-embeddings-inference, LocalAI.
+	EmbedOpenAI = "openai"
+	// EmbedElasticsearch is an inference endpoint of the documents'
+	// cluster: POST _inference/text_embedding/<inference_id>.
+	EmbedElasticsearch = "elasticsearch"
+)
+
+// What a document waits for when its passages cannot be embedded.
+const (
+	// OnFailureWait keeps the document pending until its vectors come.
+	OnFailureWait = "wait"
+	// OnFailureIndex writes it without vectors (searchable by words) and
+	// sends it again in the next cycle.
+	OnFailureIndex = "index_without_vectors"
+)
+
+// Embeddings is the embedding service of an index and how documents are
+// cut into passages for it.
+type Embeddings struct {
+	Service string `yaml:"service"`
+	// URL is the OpenAI-compatible API's base, ending in /v1 (the
+	// request goes to URL/embeddings).
+	URL string `yaml:"url"`
+	// InferenceID names the elasticsearch service's inference endpoint.
+	InferenceID string `yaml:"inference_id"`
+	// Model is the model asked for; with an inference endpoint it only
+	// names the model for the fingerprint (the endpoint knows its own).
+	Model string `yaml:"model"`
+	// Dimensions is the length of the model's vectors, checked against
+	// every answer.
+	Dimensions int    `yaml:"dimensions"`
+	Similarity string `yaml:"similarity"`
+	// IndexType is the dense_vector's index_options type.
+	IndexType string `yaml:"index_type"`
+	// BatchSize is the most texts one request carries; MaxInFlight the
+	// requests at once.
+	BatchSize      int      `yaml:"batch_size"`
+	MaxInFlight    int      `yaml:"max_in_flight"`
+	RequestTimeout Duration `yaml:"request_timeout"`
+	// APIKey is sent as "Authorization: Bearer KEY" (openai); written as
+	// api_key, api_key_env or api_key_file like every secret.
+	APIKey     string `yaml:"api_key"`
+	APIKeyEnv  string `yaml:"api_key_env"`
+	APIKeyFile string `yaml:"api_key_file"`
+	// CAFile is added to the system's roots to verify the service's
+	// certificate.
+	CAFile   string   `yaml:"ca_file"`
+	Passages Passages `yaml:"passages"`
+	// OnFailure is wait (the default) or index_without_vectors.
+	OnFailure string `yaml:"on_failure"`
+}
+
+// Passages says how documents are cut and what of them is embedded.
+type Passages struct {
+	MaxTokens      int `yaml:"max_tokens"`
+	OverlapTokens  int `yaml:"overlap_tokens"`
+	MaxPerDocument int `yaml:"max_per_document"`
+	// Title and Headings put the document's title and the passage's
+	// heading path before its text in what is embedded.
+	Title    *bool `yaml:"title"`
+	Headings *bool `yaml:"headings"`
 }
 
 // Cluster is the state store shared by several crawlspace processes: the
@@ -506,5 +578,23 @@ func (es *Elasticsearch) IndexOptions() docfields.IndexOptions {
 	if es.RefreshInterval > 0 {
 		o.RefreshInterval = strconv.FormatInt(es.RefreshInterval.D().Milliseconds(), 10) + "ms"
 	}
+	if e := es.Embeddings; e != nil {
+		p := e.Passages
+		o.Vectors = &docfields.Vectors{Dims: e.Dimensions, Similarity: e.Similarity, IndexType: e.IndexType,
+			Fingerprint: fmt.Sprintf("%s; passages v%d of %d tokens, %d overlap, at most %d, title %t, headings %t",
+				e.ModelID(), passage.Version, p.MaxTokens, p.OverlapTokens, p.MaxPerDocument, *p.Title, *p.Headings)}
+	}
 	return o
+}
+
+// ModelID names the model whose vectors the passages get: what makes the
+// same text embed the same way, and so part of every passage's hash. The
+// service's address is not in it: the same model elsewhere gives the same
+// vectors.
+func (e *Embeddings) ModelID() string {
+	name := e.Model
+	if e.Service == EmbedElasticsearch && name == "" {
+		name = e.InferenceID
+	}
+	return e.Service + ":" + name + ":" + strconv.Itoa(e.Dimensions)
 }

@@ -154,6 +154,35 @@ const (
 	MaxESRequestTimeout     = 10 * time.Minute
 )
 
+// Defaults of the embeddings keys. Passages of 200 tokens (about 230
+// word pieces of all-MiniLM-L6-v2 on English documentation) stay within
+// the 256 such models read; docs/semantic.md gives the measurements.
+const (
+	DefaultEmbedBatchSize      = 32
+	DefaultEmbedMaxInFlight    = 2
+	DefaultEmbedRequestTimeout = time.Minute
+	DefaultPassageTokens       = 200
+	DefaultPassageOverlap      = 40
+	DefaultPassagesPerDocument = 256
+)
+
+func (e *Embeddings) setDefaults(p string, written func(string) bool, dir string) {
+	defaultAt(written, p+".service", &e.Service, EmbedOpenAI)
+	defaultAt(written, p+".similarity", &e.Similarity, "cosine")
+	defaultAt(written, p+".index_type", &e.IndexType, "int8_hnsw")
+	defaultAt(written, p+".batch_size", &e.BatchSize, DefaultEmbedBatchSize)
+	defaultAt(written, p+".max_in_flight", &e.MaxInFlight, DefaultEmbedMaxInFlight)
+	defaultAt(written, p+".request_timeout", &e.RequestTimeout, Duration(DefaultEmbedRequestTimeout))
+	defaultAt(written, p+".on_failure", &e.OnFailure, OnFailureWait)
+	defaultAt(written, p+".passages.max_tokens", &e.Passages.MaxTokens, DefaultPassageTokens)
+	defaultAt(written, p+".passages.overlap_tokens", &e.Passages.OverlapTokens, DefaultPassageOverlap)
+	defaultAt(written, p+".passages.max_per_document", &e.Passages.MaxPerDocument, DefaultPassagesPerDocument)
+	defaultBool(&e.Passages.Title, true)
+	defaultBool(&e.Passages.Headings, true)
+	e.APIKeyFile = resolve(dir, e.APIKeyFile)
+	e.CAFile = resolve(dir, e.CAFile)
+}
+
 func defaultAt[T any](written func(string) bool, path string, p *T, v T) {
 	if !written(path) {
 		*p = v
@@ -238,6 +267,9 @@ func (c *Config) setDefaults(written func(string) bool) {
 		es.CAFile = resolve(dir, es.CAFile)
 		es.PasswordFile = resolve(dir, es.PasswordFile)
 		es.APIKeyFile = resolve(dir, es.APIKeyFile)
+		if e := es.Embeddings; e != nil {
+			e.setDefaults("elasticsearch.embeddings", written, dir)
+		}
 	}
 
 	f := &c.Fetch

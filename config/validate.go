@@ -372,6 +372,76 @@ func (k *checker) elasticsearch(es *Elasticsearch) {
 		k.span(p+".refresh_interval", es.RefreshInterval, Duration(100*time.Millisecond), Duration(time.Hour))
 	}
 	k.indexOptions(es)
+	if es.Embeddings != nil {
+		k.embeddings(es.Embeddings)
+	}
+}
+
+// embeddings checks the embedding service of the index and the passages.
+func (k *checker) embeddings(e *Embeddings) {
+	const p = "elasticsearch.embeddings"
+	k.oneOf(p+".service", e.Service, EmbedOpenAI, EmbedElasticsearch)
+	// Keys of the other service are refused when they say something, so
+	// a URL never sits unused beside an inference endpoint.
+	unused := func(key, v string) {
+		if v != "" {
+			k.errorf(p+"."+key, "is not used by service %s", e.Service)
+		}
+	}
+	switch e.Service {
+	case EmbedOpenAI:
+		if u, err := url.Parse(e.URL); err == nil && u.User != nil {
+			// Checked first: every later message quotes the URL.
+			k.errorf(p+".url", "must not carry credentials; use %s.api_key (or api_key_env, api_key_file)", p)
+		} else if !k.has(p + ".url") {
+			k.errorf(p+".url", "is required with service openai: the API's base URL, such as http://127.0.0.1:11434/v1")
+		} else {
+			k.url(p+".url", e.URL, []string{"http", "https"})
+		}
+		if !k.has(p + ".model") {
+			k.errorf(p+".model", "is required with service openai")
+		} else {
+			k.nonEmpty(p+".model", e.Model)
+		}
+		unused("inference_id", e.InferenceID)
+		if e.APIKey != "" || e.APIKeyEnv != "" || e.APIKeyFile != "" {
+			// All three written empty say there is no key, as an empty
+			// elasticsearch.api_key does.
+			k.secret(p, "api_key", &e.APIKey, e.APIKeyEnv, e.APIKeyFile, false)
+		}
+		if e.APIKey != "" && !httpguts.ValidHeaderFieldValue(e.APIKey) {
+			k.errorf(p+".api_key", "holds a line break or another control character")
+		}
+		k.readable(p+".ca_file", e.CAFile)
+	case EmbedElasticsearch:
+		if !k.has(p + ".inference_id") {
+			k.errorf(p+".inference_id", "is required with service elasticsearch: the id of an inference endpoint of the cluster")
+		} else if k.nonEmpty(p+".inference_id", e.InferenceID) && strings.ContainsAny(e.InferenceID, "/?#% ") {
+			k.errorf(p+".inference_id", "%q is not an inference endpoint id", e.InferenceID)
+		}
+		unused("url", e.URL)
+		unused("api_key", e.APIKey)
+		unused("api_key_env", e.APIKeyEnv)
+		unused("api_key_file", e.APIKeyFile)
+		unused("ca_file", e.CAFile)
+	}
+	if !k.has(p + ".dimensions") {
+		k.errorf(p+".dimensions", "is required: the length of the model's vectors (384 for all-MiniLM-L6-v2)")
+	} else {
+		// 4096 is dense_vector's limit in Elasticsearch 8.19 and 9.x.
+		k.between(p+".dimensions", int64(e.Dimensions), 1, 4096)
+	}
+	k.oneOf(p+".similarity", e.Similarity, docfields.Similarities...)
+	k.oneOf(p+".index_type", e.IndexType, docfields.VectorIndexTypes...)
+	k.between(p+".batch_size", int64(e.BatchSize), 1, 2048)
+	k.between(p+".max_in_flight", int64(e.MaxInFlight), 1, 64)
+	k.span(p+".request_timeout", e.RequestTimeout, Duration(time.Second), Duration(10*time.Minute))
+	k.oneOf(p+".on_failure", e.OnFailure, OnFailureWait, OnFailureIndex)
+	pp := p + ".passages"
+	if k.between(pp+".max_tokens", int64(e.Passages.MaxTokens), 16, 8192) {
+		k.between(pp+".overlap_tokens", int64(e.Passages.OverlapTokens), 0, int64(e.Passages.MaxTokens/2))
+	}
+	k.between(pp+".max_per_document", int64(e.Passages.MaxPerDocument), 1, 100000)
 }
 
 // connection checks the keys that reach a cluster and size its indices,

@@ -40,8 +40,14 @@ type Document struct {
 	Duplicates []string `json:"doc_duplicates,omitempty"`
 	NoSnippet  bool     `json:"doc_nosnippet"`
 	NoArchive  bool     `json:"doc_noarchive"`
+	// Passages are the document's passages with their vectors, filled by
+	// the sink of an index with embeddings (doc_passages); none otherwise.
+	Passages []Passage `json:"doc_passages,omitempty"`
 	// Extra holds extra_* fields; each may have several values.
 	Extra map[string][]string `json:"-"`
+	// Sections mark where the body's parts start (headings, pages), for
+	// cutting it into passages; not a field of the index.
+	Sections []Section `json:"-"`
 }
 
 // ID derives the Elasticsearch _id from a normalised URL (query included).

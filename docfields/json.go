@@ -90,6 +90,9 @@ func (d *Document) AppendJSON(b []byte) []byte {
 	b = strconv.AppendBool(b, d.NoSnippet)
 	b = append(b, `,"doc_noarchive":`...)
 	b = strconv.AppendBool(b, d.NoArchive)
+	if len(d.Passages) > 0 {
+		b = appendPassages(b, d.Passages)
+	}
 	if len(d.Extra) > 0 {
 		// A small stack array avoids an allocation for the usual handful
 		// of extra fields.
@@ -144,6 +147,10 @@ func (d *Document) Size() int {
 		for _, v := range vs {
 			n += len(v) + 3
 		}
+	}
+	n += passagesSize(d.Passages)
+	for i := range d.Sections {
+		n += 48 + len(d.Sections[i].Title) + len(d.Sections[i].Anchor)
 	}
 	return n + n/16
 }

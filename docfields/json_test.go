@@ -174,3 +174,31 @@ func BenchmarkEncodingJSONForComparison(b *testing.B) {
 		}
 	}
 }
+
+// Passages are written as doc_passages, each vector component in the
+// fewest digits that read back as the same float32.
+func TestPassagesAreWrittenWithVectorsThatReadBackExactly(t *testing.T) {
+	d := sampleDocument()
+	vec := []float32{0.1, -0.03447731, 1e-7, 3.4028235e38, 0}
+	d.Passages = []Passage{
+		{Text: "First \"quoted\"", Headings: []string{"A", "B"}, URL: "http://x.test/a#b", Hash: "h1", Vector: vec},
+		{Text: "Page two", URL: "http://x.test/a.pdf#page=2", Page: 2, Hash: "h2"},
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"doc_noarchive":false,"doc_passages":[{"text":"First \"quoted\"","headings":["A","B"],"url":"http://x.test/a#b","hash":"h1","vector":[0.1,-0.03447731,1e-07,3.4028235e+38,0]},{"text":"Page two","url":"http://x.test/a.pdf#page=2","page":2,"hash":"h2"}]`) {
+		t.Errorf("passages not written as expected:\n%s", b)
+	}
+	var back Document
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Passages, d.Passages) {
+		t.Errorf("passages read back as %+v, want %+v", back.Passages, d.Passages)
+	}
+	if d.Size() < len(b) {
+		t.Errorf("Size %d under the JSON's %d bytes", d.Size(), len(b))
+	}
+}

@@ -13,7 +13,7 @@ import (
 // MappingVersion is bumped whenever Mapping changes for the doc_* fields, so
 // PhysicalIndex names a fresh index and the sink reindexes behind the alias
 // instead of writing documents an old mapping would misread.
-const MappingVersion = 3
+const MappingVersion = 4
 
 // ExtraPrefix starts the name of every custom field.
 const ExtraPrefix = "extra_"
@@ -99,10 +99,14 @@ type IndexOptions struct {
 	// They index what crawlspace writes differently and never change what
 	// it writes, so the strict mapping holds.
 	Subfields map[string]map[string]map[string]any `json:"subfields,omitempty"`
+	// Vectors gives the passages their vectors: the index of a crawl
+	// with embeddings. nil for one without.
+	Vectors *Vectors `json:"vectors,omitempty"`
 }
 
 func (o IndexOptions) empty() bool {
-	return o.RefreshInterval == "" && len(o.Analysis) == 0 && len(o.Analyzers) == 0 && len(o.Subfields) == 0
+	return o.RefreshInterval == "" && len(o.Analysis) == 0 && len(o.Analyzers) == 0 && len(o.Subfields) == 0 &&
+		o.Vectors == nil
 }
 
 // TextFields are the doc_* fields of type text, the ones an analyzer may be
@@ -115,10 +119,11 @@ var BuiltinSubfields = map[string][]string{
 	"doc_title": {"keyword"}, "doc_path": {"text"}, "doc_keywords": {"text"}, "doc_author": {"text"},
 }
 
-// IsField reports whether name is a doc_* field of the mapping.
+// IsField reports whether name is a doc_* field of the mapping that holds
+// values: doc_passages, an object of fields, is not one.
 func IsField(name string) bool {
 	_, ok := Mapping(nil)["mappings"].(map[string]any)["properties"].(map[string]any)[name]
-	return ok
+	return ok && name != PassagesField
 }
 
 // MappingWith is Mapping with a team's index options applied.
@@ -162,6 +167,7 @@ func MappingWith(extra map[string]string, opts IndexOptions) map[string]any {
 		"doc_duplicates":   kw(),
 		"doc_nosnippet":    map[string]any{"type": "boolean"},
 		"doc_noarchive":    map[string]any{"type": "boolean"},
+		PassagesField:      passagesMapping(opts.Vectors),
 	}
 	declared := make(map[string]any, len(extra))
 	for name, t := range extra {

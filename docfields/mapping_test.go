@@ -26,7 +26,7 @@ func TestMappingTypesEveryDocumentField(t *testing.T) {
 		"doc_language": "keyword", "doc_language_detected": "boolean", "doc_headings": "text", "doc_body": "text",
 		"doc_content_type": "keyword", "doc_modified": "date", "doc_crawled": "date",
 		"doc_content_hash": "keyword", "doc_source": "keyword", "doc_depth": "integer", "doc_pages": "integer", "doc_duplicates": "keyword",
-		"doc_nosnippet": "boolean", "doc_noarchive": "boolean",
+		"doc_nosnippet": "boolean", "doc_noarchive": "boolean", "doc_passages": "nested",
 	}
 	for f, typ := range want {
 		got, _ := p[f].(map[string]any)
@@ -84,8 +84,8 @@ func TestPhysicalIndexChangesWithExtraFieldsAndIsStable(t *testing.T) {
 	if a != b {
 		t.Errorf("same mapping, different names: %s %s", a, b)
 	}
-	if !strings.HasPrefix(a, "web-v3-") || len(a) != len("web-v3-")+8 {
-		t.Errorf("name %q has not the form web-v3-<8 hex>", a)
+	if !strings.HasPrefix(a, "web-v4-") || len(a) != len("web-v4-")+8 {
+		t.Errorf("name %q has not the form web-v4-<8 hex>", a)
 	}
 	for _, other := range []map[string]string{nil, {"extra_a": ""}, {"extra_a": "", "extra_b": "long"}} {
 		if PhysicalIndex("web", other) == a {
@@ -136,6 +136,9 @@ func TestIndexOptionsReachTheMappingAndNameTheIndexOnlyWhenSet(t *testing.T) {
 		"refresh":  func(o *IndexOptions) { o.RefreshInterval = "1000ms" },
 		"analyzer": func(o *IndexOptions) { o.Analyzers = map[string]string{"doc_title": "folded"} },
 		"subfield": func(o *IndexOptions) { o.Subfields = nil },
+		"vectors": func(o *IndexOptions) {
+			o.Vectors = &Vectors{Dims: 384, Similarity: "cosine", Fingerprint: "all-minilm-l6-v2"}
+		},
 	} {
 		o := opts
 		change(&o)
@@ -145,5 +148,35 @@ func TestIndexOptionsReachTheMappingAndNameTheIndexOnlyWhenSet(t *testing.T) {
 	}
 	if PhysicalIndexWith("web", nil, opts) != base {
 		t.Error("the same options named two indices")
+	}
+}
+
+// The passages are nested objects whose vector exists only in an index with
+// embeddings, and whose hash and URL are kept for reading back, not searched.
+func TestPassagesAreNestedAndCarryAVectorOnlyWithEmbeddings(t *testing.T) {
+	plain := props(t, Mapping(nil))[PassagesField].(map[string]any)
+	if plain["type"] != "nested" {
+		t.Fatalf("doc_passages %v, want nested", plain)
+	}
+	if _, ok := plain["properties"].(map[string]any)["vector"]; ok {
+		t.Error("an index without embeddings maps a vector it cannot fill")
+	}
+	v := &Vectors{Dims: 384, Similarity: "cosine", IndexType: "int8_hnsw", Fingerprint: "m"}
+	with := props(t, MappingWith(nil, IndexOptions{Vectors: v}))[PassagesField].(map[string]any)["properties"].(map[string]any)
+	vec := with["vector"].(map[string]any)
+	if vec["type"] != "dense_vector" || vec["dims"] != 384 || vec["similarity"] != "cosine" ||
+		vec["index_options"].(map[string]any)["type"] != "int8_hnsw" {
+		t.Errorf("vector %v", vec)
+	}
+	if h := with["hash"].(map[string]any); h["index"] != false || h["doc_values"] != false {
+		t.Errorf("hash %v is indexed: it is only read back", h)
+	}
+	fp := *v
+	fp.Fingerprint = "other"
+	if PhysicalIndexWith("web", nil, IndexOptions{Vectors: v}) == PhysicalIndexWith("web", nil, IndexOptions{Vectors: &fp}) {
+		t.Error("another fingerprint (model, passage size) kept the index: its passages would not be embedded again")
+	}
+	if IsField(PassagesField) {
+		t.Error("doc_passages is an object, not a field sub-fields may be added to")
 	}
 }

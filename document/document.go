@@ -56,6 +56,24 @@ type Content struct {
 	// and ODF hyperlinks, RTF HYPERLINK fields), as written: absolute or
 	// relative to the file's URL, in document order, without repeats.
 	Links []string
+	// Parts mark where the body's parts start, in body order: a PDF's
+	// pages and the pages its bookmarks lead to, a presentation's slides,
+	// a spreadsheet's sheets. Passages are cut along them.
+	Parts []Part
+}
+
+// Part is where a part of a document's body starts.
+type Part struct {
+	// Offset is the byte offset in Body.
+	Offset int
+	// Page is the page, slide or sheet, from 1.
+	Page int
+	// Title is a bookmark's title or a sheet's name; "" for a page or a
+	// slide.
+	Title string
+	// Level is 1 for a sheet or a top-level bookmark, 2 and on for the
+	// bookmarks under it, 0 for a page or a slide.
+	Level int
 }
 
 // Limits bound one extraction. Zero means the default.

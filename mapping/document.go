@@ -3,6 +3,8 @@ package mapping
 import (
 	"errors"
 
+	"github.com/crawlspace/crawlspace/docfields"
+
 	"github.com/crawlspace/crawlspace/document"
 )
 
@@ -53,6 +55,11 @@ func (x *Extractor) FromDocument(page Page, mediaType string, c *document.Conten
 	d.Body = c.Body
 	if x.maxBody > 0 && len(d.Body) > x.maxBody {
 		d.Body, res.BodyTruncated = cutUTF8(d.Body, x.maxBody), true
+	}
+	for _, p := range c.Parts {
+		if p.Offset < len(d.Body) {
+			d.Sections = append(d.Sections, docfields.Section{Offset: p.Offset, Level: p.Level, Title: t.normalize([]byte(p.Title)), Page: p.Page})
+		}
 	}
 	x.detectLanguage(d)
 	d.Modified = c.Modified.UTC()

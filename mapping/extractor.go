@@ -287,6 +287,9 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 	d.Language = first(p.lang[:])
 	d.Headings = cloneOrNil(p.headings)
 	d.Body = string(p.body.b)
+	if len(p.sections) > 0 {
+		d.Sections = slices.Clone(p.sections)
+	}
 	for _, t := range p.modified {
 		if !t.IsZero() {
 			d.Modified = t

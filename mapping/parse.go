@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/crawlspace/crawlspace/docfields"
 )
 
 // Element flags. The page is read in one pass with the lexer of lexer.go
@@ -166,6 +168,17 @@ type parser struct {
 	// ld holds the JSON-LD scripts' text, ldEnds where each ends.
 	ld     []byte
 	ldEnds []int
+
+	// sections are the headings of the indexed text, where each starts in
+	// the body; sec is the one the open heading starts.
+	sections []docfields.Section
+	sec      docfields.Section
+	anchor   []byte
+	// pendingID is the id of an element opened when the body was
+	// pendingAt bytes long: the anchor of a heading that follows before
+	// any text (a <section id> around it).
+	pendingID []byte
+	pendingAt int
 }
 
 func (p *parser) reset(x *Extractor) {
@@ -176,6 +189,9 @@ func (p *parser) reset(x *Extractor) {
 	p.openP, p.openLi, p.openDd, p.openA = 0, 0, 0, 0
 	p.noindex, p.inBody, p.inTitle, p.titleSeen, p.skipRaw, p.inLD = false, false, false, false, false, false
 	p.ld, p.ldEnds = p.ld[:0], p.ldEnds[:0]
+	clear(p.sections)
+	p.sections = p.sections[:0]
+	p.anchor, p.pendingID, p.pendingAt = p.anchor[:0], p.pendingID[:0], -1
 	p.body.reset(x.maxBody, true)
 	p.head.reset(0, false)
 	p.tbuf.reset(maxTitle, false)
@@ -414,10 +430,69 @@ func (p *parser) startTag(raw []byte, selfClosing bool) {
 		p.pre++
 		p.body.pre = true
 	}
-	if f&fHeading != 0 && p.heading == 0 {
+	switch {
+	case f&fHeading != 0 && p.heading == 0:
 		p.heading = len(p.stack)
 		p.head.reset(0, false)
+		p.startSection(a)
+	case p.removed == 0 && !p.noindex:
+		p.noteID()
 	}
+}
+
+// startSection notes where the heading a opens its section: its offset in
+// the body and its anchor, the heading's own id or, failing that, the id
+// of an element opened right before it (a <section id>, a <span id>).
+func (p *parser) startSection(a atom.Atom) {
+	p.sec = docfields.Section{Offset: len(p.body.b), Level: int(headingLevel(a))}
+	p.anchor = p.anchor[:0]
+	if v, ok := p.attr("id"); ok && len(bytes.TrimSpace(v)) > 0 {
+		p.anchor = append(p.anchor, bytes.TrimSpace(v)...)
+	} else if len(p.pendingID) > 0 && p.pendingAt == len(p.body.b) {
+		p.anchor = append(p.anchor, p.pendingID...)
+	}
+}
+
+// noteID keeps the id of an element of the indexed text as the anchor of a
+// heading that may follow, unless an element opened since the last text
+// gave one already (the outermost leads there first). Inside a heading,
+// before its text, an id (or an <a name>) is the heading's anchor when it
+// has none.
+func (p *parser) noteID() {
+	v, ok := p.attr("id")
+	if !ok && p.heading > 0 {
+		v, ok = p.attr("name")
+	}
+	v = bytes.TrimSpace(v)
+	if !ok || len(v) == 0 {
+		return
+	}
+	if p.heading > 0 {
+		if len(p.head.b) == 0 && len(p.anchor) == 0 {
+			p.anchor = append(p.anchor, v...)
+		}
+		return
+	}
+	if len(p.pendingID) == 0 || p.pendingAt != len(p.body.b) {
+		p.pendingID, p.pendingAt = append(p.pendingID[:0], v...), len(p.body.b)
+	}
+}
+
+// headingLevel is 1 for h1 to 6 for h6.
+func headingLevel(a atom.Atom) uint8 {
+	switch a {
+	case atom.H1:
+		return 1
+	case atom.H2:
+		return 2
+	case atom.H3:
+		return 3
+	case atom.H4:
+		return 4
+	case atom.H5:
+		return 5
+	}
+	return 6
 }
 
 func (p *parser) endTag(raw []byte) {
@@ -481,6 +556,10 @@ func (p *parser) endHeading(key uint64) {
 	p.headings = append(p.headings, h)
 	if key == uint64(atom.H1) && p.h1 == "" {
 		p.h1 = h
+	}
+	if p.sec.Offset < len(p.body.b) {
+		p.sec.Title, p.sec.Anchor = h, string(p.anchor)
+		p.sections = append(p.sections, p.sec)
 	}
 }
 

@@ -478,21 +478,20 @@ const (
 // again; the new target is published only when that cycle completes, so
 // searches never see a half-built index.
 func (c *Crawler) rebuildIfNewTarget() error {
-	last, err := c.front.GetMeta(metaTarget)
+	last, building, err := Targets(c.front)
 	if err != nil {
 		return err
 	}
 	target := c.sink.Target()
-	if string(last) == target {
+	if last == target {
 		return nil
 	}
-	building, err := c.front.GetMeta(metaBuilding)
-	if err != nil {
-		return err
-	}
-	if string(building) == target {
+	if building == target {
 		// This rebuild was started by a run that did not finish it: what
 		// it queued is still queued, and what it wrote is written.
+		if last != "" {
+			c.reportNow().Warn(fmt.Sprintf("rebuilding %s (started by an earlier run); searches see %s until it is done", target, last))
+		}
 		return nil
 	}
 	n, err := c.front.RequeueIndexed()
@@ -500,9 +499,23 @@ func (c *Crawler) rebuildIfNewTarget() error {
 		return err
 	}
 	if n > 0 {
-		c.log.Info("documents go to a new target: rebuilding it from the known URLs", "target", target, "previous", string(last), "urls", n)
+		c.log.Info("documents go to a new target: rebuilding it from the known URLs", "target", target, "previous", last, "urls", n)
+		// Said in the report too: with embeddings every passage whose text
+		// or model changed is embedded again, which a user pays for.
+		c.reportNow().Warn(fmt.Sprintf("rebuilding %s: its %d documents are written again (and their passages embedded again where their text or model changed); searches see %s until it is done", target, n, last))
 	}
 	return c.front.PutMeta(metaBuilding, []byte(target))
+}
+
+// Targets reads from a state store the sink target last published and the
+// one whose rebuild was started ("" for none).
+func Targets(front frontier.Meta) (published, building string, err error) {
+	p, err := front.GetMeta(metaTarget)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := front.GetMeta(metaBuilding)
+	return string(p), string(b), err
 }
 
 // reapplyIfChanged re-decides every known URL when a source's effective

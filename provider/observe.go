@@ -84,6 +84,14 @@ func (c *Crawler) IndexUnavailableSince() time.Time {
 	return time.Time{}
 }
 
+func (s sinkObserver) EmbeddingUnavailable(err error) {
+	s.c.log.Warn("embedding service unavailable: documents wait for their vectors", "err", err)
+}
+
+func (s sinkObserver) EmbeddingAvailable(down time.Duration, retried int) {
+	s.c.log.Info("embedding service available again", "down_for", down.Round(time.Millisecond).String(), "writes_retried", retried)
+}
+
 func (s sinkObserver) Bulk(took time.Duration, status int, err error) {
 	if o, _ := s.c.observed(); o != nil {
 		o.Bulk(took, status, err)

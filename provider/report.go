@@ -43,6 +43,9 @@ type Counts struct {
 	// cycle ended: more than its share of the source's documents. Their
 	// documents stay in the index (see the warnings).
 	DeletesHeld int `json:"deletes_held"`
+	// Passages counts the passages of the documents written to an index
+	// with embeddings: embedded, reused, failed, and what was sent.
+	Passages sink.PassageCounts `json:"passages,omitzero"`
 }
 
 // Example is one URL behind a reason, so an administrator can look at it.
@@ -251,8 +254,14 @@ func (r *Report) sinkResult(res sink.Result) string {
 	if doc != "" && r.obs != nil {
 		r.obs.Document(src, doc)
 	}
-	if res.Outcome == sink.Failed {
-		r.Failure(src, res.URL, "index_failed", res.Reason)
+	if res.Passages != (sink.PassageCounts{}) {
+		r.add(src, func(c *Counts) { c.Passages.Add(res.Passages) })
+	}
+	switch {
+	case res.Outcome == sink.Failed:
+		r.Failure(src, res.URL, reasonIndexFailed, res.Reason)
+	case res.NoVectors:
+		r.Failure(src, res.URL, reasonEmbeddingFailed, res.Reason)
 	}
 	return src
 }
@@ -326,6 +335,10 @@ func (r *Report) Summary(w io.Writer) {
 		}
 		if c.DeletesHeld > 0 {
 			fmt.Fprintf(w, "  %-12s deletes held %d (their documents stay in the index)\n", "", c.DeletesHeld)
+		}
+		if p := c.Passages; p != (sink.PassageCounts{}) {
+			fmt.Fprintf(w, "  %-12s passages embedded %d, reused %d, failed %d, dropped %d; %d requests, %d characters, %d tokens sent\n",
+				"", p.Embedded, p.Reused, p.Failed, p.Dropped, p.Requests, p.Characters, p.Tokens)
 		}
 		codes := make([]string, 0, len(c.Reasons))
 		for k := range c.Reasons {

@@ -151,6 +151,9 @@ func (wr *writer) result(res sink.Result) {
 	if res.Outcome == sink.Failed {
 		wr.log.Warn("index write failed", "url", res.URL, "source", src, "reason", "index_failed",
 			"status", res.Status, "detail", res.Reason, "delete", res.Delete)
+	} else if res.NoVectors {
+		wr.log.Warn("document written without its vectors", "url", res.URL, "source", src, "reason", reasonEmbeddingFailed,
+			"detail", res.Reason)
 	} else if wr.log.Enabled(context.Background(), slog.LevelDebug) {
 		wr.log.Debug("index write acknowledged", "url", res.URL, "source", src, "outcome", string(res.Outcome), "status", res.Status)
 	}
@@ -165,6 +168,11 @@ func (wr *writer) acknowledge(batch []ack) {
 	for i, a := range batch {
 		acks[i] = frontier.Ack{URL: a.res.URL, Delete: a.res.Delete, Failed: a.res.Outcome == sink.Failed,
 			Reason: reasonIndexFailed, Event: ackEvent(a.res)}
+		if a.res.NoVectors {
+			// Searchable by words, but the write stays pending: the next
+			// cycle writes it again, with its vectors.
+			acks[i].Failed, acks[i].Reason = true, reasonEmbeddingFailed
+		}
 	}
 	errs, txErr := wr.store.Acknowledge(acks)
 	var broken *frontier.StoreError
@@ -192,10 +200,19 @@ func (wr *writer) acknowledge(batch []ack) {
 // counts and clear-errors queues again.
 const reasonIndexFailed = "index_failed"
 
+// reasonEmbeddingFailed is the reason of a document written without its
+// vectors (embeddings.on_failure: index_without_vectors): an error of the
+// page until a later cycle writes it with them.
+const reasonEmbeddingFailed = "embedding_failed"
+
 // ackEvent is the history event of a sink acknowledgement.
 func ackEvent(res sink.Result) frontier.Event {
-	if res.Outcome == sink.Failed {
+	switch {
+	case res.Outcome == sink.Failed:
 		return frontier.Event{Kind: frontier.EventWriteFailed, Reason: reasonIndexFailed, Status: res.Status, Detail: res.Reason}
+	case res.NoVectors:
+		return frontier.Event{Kind: frontier.EventWriteDone, Reason: string(res.Outcome), Status: res.Status,
+			Detail: "written without vectors: " + res.Reason}
 	}
 	return frontier.Event{Kind: frontier.EventWriteDone, Reason: string(res.Outcome), Status: res.Status}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,16 +59,20 @@ type Elasticsearch struct {
 	room    chan struct{}
 	workers sync.WaitGroup
 
+	// emb gives index writes their passages' vectors before they are
+	// sent (embed.go); nil for an index without embeddings.
+	emb *embedder
+
 	mu          sync.Mutex
 	settled     *sync.Cond // outstanding reached zero, or a Flush's ctx ended
 	held        map[*write]struct{}
 	outstanding int               // held writes, until their outcome is delivered
 	latest      map[string]*write // the newest held write of each document
-	retrying    int               // held writes sent more than once
 	flushers    int               // Flush calls waiting: workers send at once
 	kick        chan struct{}     // closed when a Flush starts
 	closed      bool
-	outage      outage
+	// cluster is the node's outages, embedding the embedding service's.
+	cluster, embedding outage
 }
 
 // maxHeld bounds the writes the sink holds (waiting, being sent, waiting
@@ -85,14 +90,25 @@ type write struct {
 	// an outcome, so a delete never overtakes the index it follows.
 	next  *write
 	timer *time.Timer // set while waiting to be sent again
+	// vectors is an index write's document on its way through the
+	// embedding stage; nil once its body is built.
+	vectors *pending
+	counts  PassageCounts
+	// noVectors says why the document is written without (all) its
+	// vectors; "" when it has them.
+	noVectors string
 }
 
-// outage is the time writes stopped landing, for one warning and one
-// recovery line per outage rather than one per retry.
+// outage is the time writes stopped landing at one service, for one
+// warning and one recovery line per outage rather than one per retry.
 type outage struct {
-	down    bool
-	since   time.Time
-	delayed int // writes retried since
+	down     bool
+	since    time.Time
+	delayed  int // writes retried since
+	retrying int // held writes waiting to be tried again
+	// unavailable and available tell the observer.
+	unavailable func(Observer, error)
+	available   func(Observer, time.Duration, int)
 }
 
 // Observer sees the sink's traffic, for metrics and the log. Its methods
@@ -110,6 +126,11 @@ type Observer interface {
 	// Available reports that writes land again after an outage that
 	// lasted down, in which retried writes were delayed.
 	Available(down time.Duration, retried int)
+	// EmbeddingUnavailable and EmbeddingAvailable are Unavailable and
+	// Available for the embedding service of an index with embeddings:
+	// the documents wait for their vectors.
+	EmbeddingUnavailable(err error)
+	EmbeddingAvailable(down time.Duration, retried int)
 }
 
 // Observe sets the observer; nil removes it.
@@ -202,6 +223,8 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 		held:          map[*write]struct{}{},
 		latest:        map[string]*write{},
 		kick:          make(chan struct{}),
+		cluster:       outage{unavailable: Observer.Unavailable, available: Observer.Available},
+		embedding:     outage{unavailable: Observer.EmbeddingUnavailable, available: Observer.EmbeddingAvailable},
 	}
 	s.settled = sync.NewCond(&s.mu)
 	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs} })
@@ -214,15 +237,30 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 	}
 	// Requests outlive the caller's per-call contexts but end with Close.
 	s.ctx, s.stop = context.WithCancel(context.Background())
+	if cfg.Embeddings != nil {
+		if err := s.startEmbedding(ctx, cfg.Embeddings); err != nil {
+			s.stop()
+			return nil, err
+		}
+	}
 	for range cfg.BulkWorkers {
 		s.workers.Go(s.work)
 	}
 	return s, nil
 }
 
-// Target is the physical index written and its alias.
+// Target is the physical index written and its alias, and the model of
+// its passages' vectors.
 func (s *Elasticsearch) Target() string {
-	return "elasticsearch index " + s.physical + " (alias " + s.alias + ")"
+	return esTarget(s.physical, s.alias, s.cfg.Embeddings)
+}
+
+func esTarget(physical, alias string, e *config.Embeddings) string {
+	t := "elasticsearch index " + physical + " (alias " + alias + ")"
+	if e != nil {
+		t += ", passages of " + strconv.Itoa(e.Passages.MaxTokens) + " tokens embedded by " + e.ModelID()
+	}
+	return t
 }
 
 // PhysicalIndex is the concrete index documents are written to.
@@ -318,27 +356,33 @@ func lacking(cfg *config.Elasticsearch, alias string) string {
 }
 
 func (s *Elasticsearch) Index(ctx context.Context, doc *docfields.Document) error {
-	return s.add(ctx, "index", docfields.ID(doc.URL), doc.URL, doc.AppendJSON(nil))
+	w := &write{action: "index", id: docfields.ID(doc.URL), url: doc.URL}
+	if s.emb != nil {
+		w.vectors = &pending{doc: doc}
+	} else {
+		w.body = doc.AppendJSON(nil)
+	}
+	return s.add(ctx, w)
 }
 
 func (s *Elasticsearch) Delete(ctx context.Context, id, url string) error {
-	return s.add(ctx, "delete", id, url, nil)
+	return s.add(ctx, &write{action: "delete", id: id, url: url})
 }
 
 func (s *Elasticsearch) Update(ctx context.Context, id, url string, fields []byte) error {
 	body := make([]byte, 0, len(fields)+8)
 	body = append(append(append(body, `{"doc":`...), fields...), '}')
-	return s.add(ctx, "update", id, url, body)
+	return s.add(ctx, &write{action: "update", id: id, url: url, body: body})
 }
 
 // add hands a write to the workers, waiting while the sink holds maxHeld.
-func (s *Elasticsearch) add(ctx context.Context, action, id, url string, body []byte) error {
+func (s *Elasticsearch) add(ctx context.Context, w *write) error {
 	select {
 	case s.room <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	w := &write{action: action, id: id, url: url, body: body}
+	id := w.id
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -354,9 +398,20 @@ func (s *Elasticsearch) add(ctx context.Context, action, id, url string, body []
 	}
 	s.mu.Unlock()
 	if prev == nil {
-		s.ready <- w
+		s.queue(w)
 	}
 	return nil
+}
+
+// queue hands w to the stage it needs next: the embedding stage while it
+// waits for vectors, else the bulk workers. Neither blocks: both hold
+// maxHeld.
+func (s *Elasticsearch) queue(w *write) {
+	if w.vectors != nil {
+		s.emb.ready <- w
+		return
+	}
+	s.ready <- w
 }
 
 // ErrClosed is returned for a write handed to a closed sink.
@@ -481,7 +536,7 @@ func (s *Elasticsearch) send(batch []*write, body []byte) {
 		if s.ctx.Err() != nil {
 			return // closing: the writes are reported unsent
 		}
-		s.trouble(err)
+		s.trouble(&s.cluster, err)
 		for _, w := range batch {
 			s.retry(w)
 		}
@@ -506,10 +561,10 @@ func (s *Elasticsearch) send(batch []*write, body []byte) {
 		}
 	}
 	if why == nil {
-		s.recovered()
+		s.recovered(&s.cluster)
 		return
 	}
-	s.trouble(why)
+	s.trouble(&s.cluster, why)
 	for _, w := range again {
 		s.retry(w)
 	}
@@ -586,7 +641,8 @@ func (s *Elasticsearch) result(w *write, it *bulkItem) Result {
 		// "noop" when the fields held these values already.
 		out = Updated
 	}
-	return Result{ID: w.id, URL: w.url, Delete: w.action == "delete", Outcome: out, Status: it.Status}
+	return Result{ID: w.id, URL: w.url, Delete: w.action == "delete", Outcome: out, Status: it.Status, Passages: w.counts,
+		NoVectors: w.noVectors != "", Reason: w.noVectors}
 }
 
 // retry sends w again after an exponential backoff, unless the sink is
@@ -596,19 +652,25 @@ func (s *Elasticsearch) retry(w *write) {
 	if o := s.obs.Load(); o != nil {
 		(*o).Retry(w.url)
 	}
-	delay := min(retryMin<<min(w.attempt-1, 8), retryMax)
+	s.again(w, &s.cluster, w.attempt, 0)
+}
+
+// again queues w once more after the backoff of its attempt (or the wait
+// a service asked for, when longer), counting it delayed by outage o.
+func (s *Elasticsearch) again(w *write, o *outage, attempt int, asked time.Duration) {
+	delay := max(min(retryMin<<min(attempt-1, 8), retryMax), asked)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w.attempt == 1 {
-		s.retrying++
-		if s.outage.down {
-			s.outage.delayed++
+	if attempt == 1 {
+		o.retrying++
+		if o.down {
+			o.delayed++
 		}
 	}
 	if s.closed {
 		return
 	}
-	w.timer = time.AfterFunc(delay, func() { s.ready <- w })
+	w.timer = time.AfterFunc(delay, func() { s.queue(w) })
 }
 
 // settle delivers w's outcome; the next write of its document goes.
@@ -620,7 +682,7 @@ func (s *Elasticsearch) settle(w *write, res Result) {
 	}
 	delete(s.held, w)
 	if w.attempt > 0 {
-		s.retrying--
+		s.cluster.retrying--
 	}
 	next := w.next
 	if next == nil {
@@ -629,7 +691,7 @@ func (s *Elasticsearch) settle(w *write, res Result) {
 	s.mu.Unlock()
 	s.onResult(res)
 	if next != nil {
-		s.ready <- next
+		s.queue(next)
 	}
 	s.release(1)
 }
@@ -647,44 +709,46 @@ func (s *Elasticsearch) release(n int) {
 	s.mu.Unlock()
 }
 
-// trouble notes that writes do not land, warning once per outage.
-func (s *Elasticsearch) trouble(err error) {
+// trouble notes that writes do not get through service o, warning once
+// per outage.
+func (s *Elasticsearch) trouble(o *outage, err error) {
 	s.mu.Lock()
-	if s.outage.down {
+	if o.down {
 		s.mu.Unlock()
 		return
 	}
-	s.outage = outage{down: true, since: time.Now()}
+	o.down, o.since, o.delayed = true, time.Now(), 0
 	s.mu.Unlock()
-	if o := s.obs.Load(); o != nil {
-		(*o).Unavailable(err)
+	if obs := s.obs.Load(); obs != nil {
+		o.unavailable(*obs, err)
 	}
 }
 
-// DownSince is when writes stopped landing, zero while they land: an
-// outage ends once a request landed whole and no write it delayed waits.
+// DownSince is when writes stopped landing at the cluster, zero while
+// they land: an outage ends once a request landed whole and no write it
+// delayed waits. An outage of the embedding service is not the index's.
 func (s *Elasticsearch) DownSince() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.outage.down {
+	if !s.cluster.down {
 		return time.Time{}
 	}
-	return s.outage.since
+	return s.cluster.since
 }
 
-// recovered ends an outage once a request landed whole and no write it
-// delayed is still waiting to be sent again.
-func (s *Elasticsearch) recovered() {
+// recovered ends an outage of o once a request got through whole and no
+// write it delayed is still waiting to be tried again.
+func (s *Elasticsearch) recovered(o *outage) {
 	s.mu.Lock()
-	if !s.outage.down || s.retrying > 0 {
+	if !o.down || o.retrying > 0 {
 		s.mu.Unlock()
 		return
 	}
-	was := s.outage
-	s.outage = outage{}
+	since, delayed := o.since, o.delayed
+	o.down, o.delayed = false, 0
 	s.mu.Unlock()
-	if o := s.obs.Load(); o != nil {
-		(*o).Available(time.Since(was.since), was.delayed)
+	if obs := s.obs.Load(); obs != nil {
+		o.available(*obs, time.Since(since), delayed)
 	}
 }
 
@@ -803,6 +867,10 @@ func (s *Elasticsearch) PointAlias(ctx context.Context) error {
 	defer res.Body.Close()
 	if res.IsError() {
 		return fmt.Errorf("elasticsearch alias %s: %s", s.alias, res.String())
+	}
+	if s.emb != nil {
+		// The alias names the index written: vectors are looked up there alone.
+		s.emb.lookAlias.Store(false)
 	}
 	return nil
 }

@@ -206,7 +206,9 @@ func (s *File) deliver(acks []Result) {
 }
 
 // Target is the file written.
-func (s *File) Target() string { return "file " + s.path }
+func (s *File) Target() string { return fileTarget(s.path) }
+
+func fileTarget(path string) string { return "file " + path }
 
 // Publish syncs the file: a file has no readers to switch over.
 func (s *File) Publish(ctx context.Context) error { return s.Flush(ctx) }

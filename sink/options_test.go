@@ -118,10 +118,12 @@ type retried struct {
 	ch   chan struct{}
 }
 
-func (r *retried) Bulk(time.Duration, int, error) {}
-func (r *retried) Retry(string)                   { r.once.Do(func() { close(r.ch) }) }
-func (r *retried) Unavailable(error)              {}
-func (r *retried) Available(time.Duration, int)   {}
+func (r *retried) Bulk(time.Duration, int, error)        {}
+func (r *retried) Retry(string)                          { r.once.Do(func() { close(r.ch) }) }
+func (r *retried) Unavailable(error)                     {}
+func (r *retried) Available(time.Duration, int)          {}
+func (r *retried) EmbeddingUnavailable(error)            {}
+func (r *retried) EmbeddingAvailable(time.Duration, int) {}
 
 func TestMissingPipelineKeepsTheWritesUntilItIsCreated(t *testing.T) {
 	esURL := estest.URL(t)

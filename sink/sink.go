@@ -37,6 +37,41 @@ type Result struct {
 	Outcome Outcome
 	Status  int    // HTTP status of the item, 0 for the file sink
 	Reason  string // why it failed, when it did
+	// Passages counts an index write's passages, with embeddings.
+	Passages PassageCounts
+	// NoVectors says the document was written without its vectors
+	// (embeddings.on_failure: index_without_vectors), Reason why: it is
+	// written again in the next cycle.
+	NoVectors bool
+}
+
+// PassageCounts are what embedding one document's passages took.
+type PassageCounts struct {
+	// Embedded passages got a vector from the service, Reused ones kept
+	// the vector the index held for the same text, Failed ones got none
+	// (the document refused, or written without vectors), Dropped ones
+	// were past embeddings.passages.max_per_document.
+	Embedded int `json:"embedded"`
+	Reused   int `json:"reused"`
+	Failed   int `json:"failed"`
+	Dropped  int `json:"dropped"`
+	// Characters and Tokens are what was sent to the service: tokens as
+	// it counted them, 0 when it does not say.
+	Characters int64 `json:"characters"`
+	Tokens     int64 `json:"tokens"`
+	// Requests is the embedding requests made.
+	Requests int `json:"requests"`
+}
+
+// Add adds o to c.
+func (c *PassageCounts) Add(o PassageCounts) {
+	c.Embedded += o.Embedded
+	c.Reused += o.Reused
+	c.Failed += o.Failed
+	c.Dropped += o.Dropped
+	c.Characters += o.Characters
+	c.Tokens += o.Tokens
+	c.Requests += o.Requests
 }
 
 // Sink receives documents and deletions. Index and Delete may return before
@@ -61,6 +96,15 @@ type Sink interface {
 	// crawler rebuilds every document when it differs from the target
 	// last published (a new physical index, another file).
 	Target() string
+}
+
+// TargetOf is the Target of the sink cfg names, without opening it: what
+// status compares with the target last published.
+func TargetOf(cfg *config.Config) string {
+	if es := cfg.Elasticsearch; es != nil {
+		return esTarget(docfields.PhysicalIndexWith(es.Index, cfg.ExtraFields, es.IndexOptions()), es.Index, es.Embeddings)
+	}
+	return fileTarget(cfg.Output.File)
 }
 
 // Opener returns the constructor of the sink cfg names: Elasticsearch when

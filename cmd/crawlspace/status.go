@@ -18,6 +18,7 @@ import (
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
+	"github.com/crawlspace/crawlspace/sink"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -176,6 +177,10 @@ func runStatus(args []string) int {
 		return exitOK
 	}
 	printStatuses(os.Stdout, list)
+	if err := printIndex(os.Stdout, cfg, store); err != nil {
+		fmt.Fprintf(os.Stderr, "crawlspace status: %v\n", err)
+		return exitFailed
+	}
 	if cluster != nil {
 		printCluster(os.Stdout, cfg.Cluster.StateIndex, cluster.Cluster())
 	}
@@ -266,6 +271,35 @@ func printStatuses(w io.Writer, list []sourceStatus) {
 			fmt.Fprintf(w, "  next discovery: %s\n", st.NextDiscovery.Local().Format("2006-01-02 15:04:05 MST"))
 		}
 	}
+}
+
+// printIndex says what searches see and what a crawl is building: the
+// target last published, a rebuild under way, and one the configuration
+// asks for (a new mapping, other embeddings) that the next crawl starts.
+func printIndex(w io.Writer, cfg *config.Config, front statusStore) error {
+	var published, building string
+	if front != nil {
+		var err error
+		if published, building, err = provider.Targets(front); err != nil {
+			return err
+		}
+	}
+	want := sink.TargetOf(cfg)
+	if published == "" {
+		fmt.Fprintln(w, "index: nothing published yet")
+	} else {
+		fmt.Fprintf(w, "index: %s\n", published)
+	}
+	switch {
+	case want == published:
+	case want == building && published != "":
+		fmt.Fprintf(w, "  rebuilding: %s; every document is written there again (with embeddings, passages whose text or model changed are embedded again); searches see the index above until it is done\n", want)
+	case published != "":
+		fmt.Fprintf(w, "  next crawl rebuilds: %s, as the configuration now asks; every document is written again (with embeddings, passages whose text or model changed are embedded again)\n", want)
+	default:
+		fmt.Fprintf(w, "  next crawl writes: %s\n", want)
+	}
+	return nil
 }
 
 func statusOfURL(w io.Writer, cfg *config.Config, set *rules.Set, front statusStore, raw string, asJSON bool) int {

@@ -156,6 +156,7 @@ func (p *pkg) odfContent(kind Kind, c *document.Content, text *document.Text) er
 		inHeading bool
 		tables    int
 		pages     int
+		sheets    int
 	)
 	rowMax := p.lim.MaxText
 	write := func(b []byte) {
@@ -215,11 +216,14 @@ func (p *pkg) odfContent(kind Kind, c *document.Content, text *document.Text) er
 					links.add(attr(t, "href"))
 				case "page":
 					pages++
+					c.Parts = append(c.Parts, document.Part{Offset: text.Len(), Page: pages})
 				}
 			case nsTable:
 				switch t.Name.Local {
 				case "table":
 					if kind == ODS && tables == 0 {
+						sheets++
+						c.Parts = append(c.Parts, document.Part{Offset: text.Len(), Page: sheets, Title: attr(t, "name"), Level: 1})
 						text.WriteString(attr(t, "name"))
 						text.Break()
 					}

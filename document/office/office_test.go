@@ -705,3 +705,35 @@ func TestSharedStringsPastTheirBudgetAreLeftOut(t *testing.T) {
 		t.Errorf("a cell whose string was left out reads %q", v)
 	}
 }
+
+// Slides and sheets start parts of the body, a sheet under its name:
+// passages are cut along them.
+func TestSlidesAndSheetsArePartsOfTheBody(t *testing.T) {
+	for _, f := range fixtures {
+		c := read(t, f.kind, fixture(t, f.file), document.Limits{})
+		switch f.kind {
+		case PPTX, ODP:
+			if len(c.Parts) != 3 {
+				t.Errorf("%s: parts %+v, want one per slide", f.file, c.Parts)
+			}
+			for i, p := range c.Parts {
+				if p.Page != i+1 || p.Level != 0 || p.Offset >= len(c.Body) || (i > 0 && p.Offset <= c.Parts[i-1].Offset) {
+					t.Errorf("%s: part %d %+v", f.file, i, p)
+				}
+			}
+		case XLSX, ODS:
+			if len(c.Parts) < 2 {
+				t.Fatalf("%s: parts %+v, want one per sheet", f.file, c.Parts)
+			}
+			for i, p := range c.Parts {
+				if p.Level != 1 || p.Title == "" || !strings.HasPrefix(c.Body[p.Offset:], p.Title) {
+					t.Errorf("%s: part %d %+v does not start at its sheet's name", f.file, i, p)
+				}
+			}
+		default:
+			if len(c.Parts) != 0 {
+				t.Errorf("%s: parts %+v", f.file, c.Parts)
+			}
+		}
+	}
+}

@@ -414,11 +414,12 @@ func (p *pkg) readXLSX(c *document.Content, text *document.Text) error {
 		return err
 	}
 	links := linkSet{p: p}
-	for _, s := range sheets {
+	for i, s := range sheets {
 		r, ok := rels[s.id]
 		if !ok || r.external || p.file(r.target) == nil {
 			continue // a chart sheet or a dangling reference: no cells
 		}
+		c.Parts = append(c.Parts, document.Part{Offset: text.Len(), Page: i + 1, Title: s.name, Level: 1})
 		text.WriteString(s.name)
 		text.Break()
 		if err := finish(p.xlsxSheet(r.target, shared, text, &links)); err != nil {
@@ -599,10 +600,11 @@ func (p *pkg) readPPTX(c *document.Content, text *document.Text) error {
 		c.Pages = len(slides)
 	}
 	links := linkSet{p: p}
-	for _, s := range slides {
+	for i, s := range slides {
 		if p.file(s) == nil {
 			continue
 		}
+		c.Parts = append(c.Parts, document.Part{Offset: text.Len(), Page: i + 1})
 		if err := p.slideText(s, text, &links); err != nil {
 			return err
 		}

@@ -318,7 +318,9 @@ func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, lim document.
 
 	body := document.NewText(lim.MaxText)
 	seen := map[string]bool{}
+	starts := make([]int, 0, c.Pages) // where each page's text starts in the body
 	for i := 0; i < c.Pages; i++ {
+		starts = append(starts, body.Len())
 		if err := ctx.Err(); err != nil {
 			return nil, timeout(err)
 		}
@@ -337,6 +339,7 @@ func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, lim document.
 				inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: page.Page})
 				return nil, err
 			}
+			c.Parts = append(c.Parts, document.Part{Offset: body.Len(), Page: i + 1})
 			writePage(body, text)
 		}
 		for _, l := range pageLinks(inst, d, page.Page) {
@@ -348,7 +351,92 @@ func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, lim document.
 		inst.FPDF_ClosePage(&requests.FPDF_ClosePage{Page: page.Page})
 	}
 	c.Body, c.Truncated = body.String(), body.Truncated()
+	c.Parts = withBookmarks(c.Parts, bookmarks(inst, d), starts)
 	return c, nil
+}
+
+// bookmark is an outline entry and the page it leads to.
+type bookmark struct {
+	title       string
+	level, page int // page from 0
+}
+
+// maxBookmarks bounds the outline walked: a damaged file's outline may
+// loop.
+const maxBookmarks = 4096
+
+// bookmarks walks the outline, depth first, in reading order.
+func bookmarks(inst pdfium.Pdfium, d references.FPDF_DOCUMENT) []bookmark {
+	var out []bookmark
+	var walk func(parent *references.FPDF_BOOKMARK, level int)
+	walk = func(parent *references.FPDF_BOOKMARK, level int) {
+		if level > 16 {
+			return
+		}
+		fc, err := inst.FPDFBookmark_GetFirstChild(&requests.FPDFBookmark_GetFirstChild{Document: d, Bookmark: parent})
+		if err != nil || fc.Bookmark == nil {
+			return
+		}
+		for b := fc.Bookmark; b != nil && len(out) < maxBookmarks; {
+			bm := bookmark{level: level, page: -1}
+			if t, err := inst.FPDFBookmark_GetTitle(&requests.FPDFBookmark_GetTitle{Bookmark: *b}); err == nil {
+				bm.title = clean(t.Title)
+			}
+			if dest := bookmarkDest(inst, d, *b); dest != nil {
+				if pi, err := inst.FPDFDest_GetDestPageIndex(&requests.FPDFDest_GetDestPageIndex{Document: d, Dest: *dest}); err == nil {
+					bm.page = pi.Index
+				}
+			}
+			out = append(out, bm)
+			walk(b, level+1)
+			next, err := inst.FPDFBookmark_GetNextSibling(&requests.FPDFBookmark_GetNextSibling{Document: d, Bookmark: *b})
+			if err != nil {
+				return
+			}
+			b = next.Bookmark
+		}
+	}
+	walk(nil, 1)
+	return out
+}
+
+// bookmarkDest is where a bookmark leads: its destination, or its GoTo
+// action's, as LaTeX writes them; nil for none.
+func bookmarkDest(inst pdfium.Pdfium, d references.FPDF_DOCUMENT, b references.FPDF_BOOKMARK) *references.FPDF_DEST {
+	if dest, err := inst.FPDFBookmark_GetDest(&requests.FPDFBookmark_GetDest{Document: d, Bookmark: b}); err == nil && dest.Dest != nil {
+		return dest.Dest
+	}
+	act, err := inst.FPDFBookmark_GetAction(&requests.FPDFBookmark_GetAction{Bookmark: b})
+	if err != nil || act.Action == nil {
+		return nil
+	}
+	if dest, err := inst.FPDFAction_GetDest(&requests.FPDFAction_GetDest{Document: d, Action: *act.Action}); err == nil {
+		return dest.Dest
+	}
+	return nil
+}
+
+// withBookmarks puts each bookmark that leads to a page with text after
+// that page's own part: its title heads the page's text (a bookmark
+// leads to a page, not to a place on it).
+func withBookmarks(pages []document.Part, marks []bookmark, starts []int) []document.Part {
+	if len(marks) == 0 {
+		return pages
+	}
+	byPage := map[int][]bookmark{}
+	for _, b := range marks {
+		if b.title != "" && b.page >= 0 {
+			byPage[b.page+1] = append(byPage[b.page+1], b)
+		}
+	}
+	out := make([]document.Part, 0, len(pages)+len(marks))
+	for _, p := range pages {
+		out = append(out, p)
+		for _, b := range byPage[p.Page] {
+			out = append(out, document.Part{Offset: starts[b.page], Page: p.Page, Title: b.title, Level: b.level})
+		}
+	}
+	return out
 }
 
 func pageText(inst pdfium.Pdfium, page references.FPDF_PAGE) (string, error) {
