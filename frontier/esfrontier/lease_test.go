@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 )
@@ -249,27 +249,8 @@ func TestAPartitionIsGivenBackOnlyOnceItsDocumentWritesAreAcknowledged(t *testin
 	t.Parallel()
 	prefix := estest.Index(t)
 	a := open(t, prefix, "a", 3*time.Second)
-	// A host in one of the partitions a gives back when b joins: its
-	// highest four of eight.
-	host := ""
-	for i := 0; host == ""; i++ {
-		if h := fmt.Sprintf("http://h%d.test", i); a.Partition(h) >= 4 {
-			host = h
-		}
-	}
-	part := a.Partition(host)
-	a.BeginCycle()
-	a.Add(item(host + "/"))
+	host, part := writePendingWhereGivenBack(t, a)
 	ctx := untilDeadline(t)
-	l, err := a.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	l.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h", Pending: frontier.PendingIndex, DocID: "d"}, func(err error) { done <- err })
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	b := open(t, prefix, "b", 3*time.Second)
 	// b gets the three other partitions a gives back...
 	for count(b.Cluster().Holders, "b") < 3 {
@@ -308,36 +289,19 @@ func TestAPartitionIsGivenBackOnceAnAcknowledgementFailedOnTheNode(t *testing.T)
 	proxy := estest.Proxy(t)
 	// What a says of its partitions: one it gives back is released, not
 	// lost when its lease expires under a slow round.
-	said := &changes{}
+	said := &crawltest.LockedBuffer{}
 	a := openWith(t, proxy.URL, esfrontier.Options{Prefix: prefix, Node: "a", Partitions: 8, LeaseTTL: 3 * time.Second,
 		Log:    slog.New(slog.NewTextHandler(said, nil)),
 		Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
-	host := ""
-	for i := 0; host == ""; i++ {
-		if h := fmt.Sprintf("http://h%d.test", i); a.Partition(h) >= 4 {
-			host = h
-		}
-	}
-	part := a.Partition(host)
-	a.BeginCycle()
-	a.Add(item(host + "/"))
+	host, part := writePendingWhereGivenBack(t, a)
 	ctx := untilDeadline(t)
-	l, err := a.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	l.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h", Pending: frontier.PendingIndex, DocID: "d"}, func(err error) { done <- err })
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Refuse})
 	if _, err := a.Acknowledge([]frontier.Ack{{URL: host + "/"}}); err == nil {
 		t.Fatal("an acknowledgement was recorded with the node refusing connections")
 	}
 	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
 	b := open(t, prefix, "b", 3*time.Second)
-	for !said.gaveBack(part) {
+	for !gaveBack(said.String(), part) {
 		if ctx.Err() != nil {
 			t.Fatalf("a never gave partition %d back, its write's acknowledgement lost in the outage; a said:\n%s", part, said)
 		}
@@ -397,23 +361,33 @@ func TestAFetchedURLIsNotLeasedAgainFromAReadOlderThanItsOutcome(t *testing.T) {
 	next.Release()
 }
 
-// changes is a store's log, read while the store writes it.
-type changes struct {
-	mu sync.Mutex
-	b  strings.Builder
+// writePendingWhereGivenBack fetches a page of a host in one of the
+// partitions a gives back when a second process joins (its highest four
+// of eight), its document write stored pending and not yet acknowledged.
+func writePendingWhereGivenBack(t *testing.T, a *esfrontier.Store) (host string, part int) {
+	t.Helper()
+	for i := 0; host == ""; i++ {
+		if h := fmt.Sprintf("http://h%d.test", i); a.Partition(h) >= 4 {
+			host = h
+		}
+	}
+	a.BeginCycle()
+	a.Add(item(host + "/"))
+	l, err := a.Next(untilDeadline(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	l.CompleteAsync(frontier.Outcome{State: frontier.Fetched, Status: 200, Hash: "h", Pending: frontier.PendingIndex, DocID: "d"}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return host, a.Partition(host)
 }
 
-func (c *changes) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.Write(p)
-}
-
-// gaveBack says whether the store said it gave part back.
-func (c *changes) gaveBack(part int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, m := range gaveBackRE.FindAllStringSubmatch(c.b.String(), -1) {
+// gaveBack says whether a store's log says it gave part back.
+func gaveBack(log string, part int) bool {
+	for _, m := range gaveBackRE.FindAllStringSubmatch(log, -1) {
 		if slices.Contains(strings.Fields(m[1]), strconv.Itoa(part)) {
 			return true
 		}
@@ -422,9 +396,3 @@ func (c *changes) gaveBack(part int) bool {
 }
 
 var gaveBackRE = regexp.MustCompile(`gave_back="?\[([0-9 ]*)\]`)
-
-func (c *changes) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.String()
-}
