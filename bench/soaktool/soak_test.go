@@ -75,11 +75,7 @@ func buildCrawlspace(t *testing.T, dir string) string {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	bin := filepath.Join(dir, "crawlspace")
-	// Static and -trimpath as scripts/build makes it: the suite's binaries
-	// share one compile of the command's packages.
-	build := exec.Command(goBin, "build", "-trimpath", "-o", bin, "github.com/crawlspace/crawlspace/cmd/crawlspace")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
+	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/crawlspace/crawlspace/cmd/crawlspace").CombinedOutput()
 	if err != nil {
 		t.Fatalf("building crawlspace: %v\n%s", err, out)
 	}
