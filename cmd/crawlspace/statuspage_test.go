@@ -14,17 +14,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crawlspace/crawlspace/internal/servicetest"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
 // inCI is true under CI, where a missing browser fails instead of skipping.
-func inCI() bool {
-	switch os.Getenv("CI") {
-	case "", "0", "false", "FALSE", "False", "no":
-		return false
-	}
-	return true
-}
+func inCI() bool { return servicetest.InCI() }
 
 // chromiumPath finds Debian's chromium (scripts/test installs it).
 func chromiumPath(t *testing.T) string {

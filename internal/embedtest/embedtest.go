@@ -11,13 +11,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/servicetest"
 )
 
 // EnvURL names the environment variable holding the API's base URL (ending in /v1); scripts/test
@@ -40,34 +39,16 @@ const (
 // probeTimeout bounds the reachability check only: a refused connection answers at once.
 const probeTimeout = 10 * time.Second
 
-var (
-	probeOnce sync.Once
-	probedURL string
-	probeErr  error
-)
+var server = &servicetest.Server{Name: "the embedding server", Start: "scripts/embedder start",
+	EnvURL: EnvURL, EnvPort: EnvPort, DefaultURL: DefaultURL, Path: "/v1",
+	Probe: func(base string) error { _, err := get(base + "/models"); return err }}
 
 // URL returns the API's base URL: CRAWLSPACE_EMBEDDER_URL, else port CRAWLSPACE_EMBEDDER_PORT on
 // 127.0.0.1, else DefaultURL. The server is checked once per test binary; if it cannot be reached
 // the test is skipped, or failed when CI is set.
 func URL(t testing.TB) string {
 	t.Helper()
-	probeOnce.Do(func() {
-		probedURL = strings.TrimRight(os.Getenv(EnvURL), "/")
-		if probedURL == "" {
-			probedURL = DefaultURL
-			if port := os.Getenv(EnvPort); port != "" {
-				probedURL = "http://127.0.0.1:" + port + "/v1"
-			}
-		}
-		_, probeErr = get(probedURL + "/models")
-	})
-	if probeErr != nil {
-		if inCI() {
-			t.Fatalf("the embedding server is required in CI: %v", probeErr)
-		}
-		t.Skipf("embedding server not reachable (%v); run scripts/embedder start, or scripts/test", probeErr)
-	}
-	return probedURL
+	return server.URL(t)
 }
 
 // Key returns an API key of the test's own: the server counts the requests sent with it apart
@@ -98,14 +79,6 @@ func Stats(t testing.TB, key string) Counts {
 		t.Fatalf("GET /stats: %v: %s", err, raw)
 	}
 	return c
-}
-
-func inCI() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
 }
 
 func get(u string) ([]byte, error) {

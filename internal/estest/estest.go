@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/crawlspace/crawlspace/internal/servicetest"
 )
 
 // EnvURL names the environment variable holding the node's URL; scripts/test sets it.
@@ -128,13 +130,7 @@ func IndexName(testName string) string {
 	return stem + "-" + hex.EncodeToString(random[:])
 }
 
-func inCI() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
-}
+func inCI() bool { return servicetest.InCI() }
 
 func probe(base string) error {
 	c := &http.Client{Timeout: probeTimeout}

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlspace/crawlspace/internal/servicetest"
 )
 
 // EnvURL names the environment variable holding the server's URL; scripts/test sets it.
@@ -28,42 +28,15 @@ const DefaultURL = "http://127.0.0.1:9998"
 // probeTimeout bounds the reachability check only: a refused connection answers at once.
 const probeTimeout = 10 * time.Second
 
-var (
-	probeOnce sync.Once
-	probedURL string
-	probeErr  error
-)
+var server = &servicetest.Server{Name: "the Tika server", Start: "scripts/tika start",
+	EnvURL: EnvURL, EnvPort: EnvPort, DefaultURL: DefaultURL, Probe: probe}
 
 // URL returns the server's base URL, without a trailing slash: CRAWLSPACE_TIKA_URL, else port
 // CRAWLSPACE_TIKA_PORT on 127.0.0.1, else DefaultURL. The server is checked once per test
 // binary; if it cannot be reached the test is skipped, or failed when CI is set.
 func URL(t testing.TB) string {
 	t.Helper()
-	probeOnce.Do(func() {
-		probedURL = strings.TrimRight(os.Getenv(EnvURL), "/")
-		if probedURL == "" {
-			probedURL = DefaultURL
-			if port := os.Getenv(EnvPort); port != "" {
-				probedURL = "http://127.0.0.1:" + port
-			}
-		}
-		probeErr = probe(probedURL)
-	})
-	if probeErr != nil {
-		if inCI() {
-			t.Fatalf("the Tika server is required in CI: %v", probeErr)
-		}
-		t.Skipf("Tika server not reachable (%v); run scripts/tika start, or scripts/test", probeErr)
-	}
-	return probedURL
-}
-
-func inCI() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
+	return server.URL(t)
 }
 
 // probe asks GET /tika, which tika-server answers with a greeting.
