@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"golang.org/x/net/html"
-
 	"github.com/crawlspace/crawlspace/internal/conformance"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
@@ -24,10 +22,10 @@ type html5libCase struct {
 }
 
 // The html5lib tokenizer cases, as href values, through what the crawler
-// uses: the parser's attribute value must be the case's value, the link
-// extracted must be that value resolved against the page, and an
-// extraction rule reading the attribute from the page's tree must get it
-// too.
+// uses: the link extracted must be the case's value resolved against the
+// page, and an extraction rule reading the attribute from the page's tree
+// must get the value too. That the lexer decodes each value as the case
+// says is htmllex's TestHTML5LibAttributeCases.
 func TestHTML5LibAttributeCasesThroughTheLinkExtractor(t *testing.T) {
 	b, err := os.ReadFile(conformance.Path(t, "html5lib_link_cases.json"))
 	if err != nil {
@@ -59,10 +57,6 @@ sources:
 	sets := map[string]int{}
 	for _, c := range data.Cases {
 		sets[c.Set]++
-		if got, ok := firstTagAttr(c.HTML, "href"); !ok || got != c.Value {
-			t.Errorf("%s: %s: href = %q, want %q", c.Source, c.HTML, got, c.Value)
-			continue
-		}
 		res := extract(t, x, page, c.HTML)
 		var want []string
 		if abs, ok := base.AppendResolved(nil, appendURLText(nil, []byte(c.Value))); ok && string(abs) != page {
@@ -80,23 +74,4 @@ sources:
 		}
 	}
 	t.Logf("%d html5lib cases by set: %v", len(data.Cases), sets)
-}
-
-// firstTagAttr is the value the parser gives attribute name of the first
-// start tag the lexer reads in page.
-func firstTagAttr(page, name string) (string, bool) {
-	var z lexer
-	z.reset([]byte(page))
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return "", false
-		case html.StartTagToken, html.SelfClosingTagToken:
-			var p parser
-			p.raw = z.Raw()
-			p.attrs = parseAttrs(p.raw, nil)
-			v, ok := p.attr(name)
-			return string(v), ok
-		}
-	}
 }
