@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -173,8 +172,8 @@ func TestAURLLongerThanTheStateStoreHoldsIsRefusedWhateverMaxURLLengthSays(t *te
 			t.Fatal(err)
 		}
 		checkTable(t, set.Source("site"), []want{
-			{base + strings.Repeat("a", frontier.MaxURLLength-len(base)), true, ReasonNone},
-			{base + strings.Repeat("a", frontier.MaxURLLength+1-len(base)), false, ReasonURLTooLong},
+			{base + strings.Repeat("a", urlnorm.MaxLength-len(base)), true, ReasonNone},
+			{base + strings.Repeat("a", urlnorm.MaxLength+1-len(base)), false, ReasonURLTooLong},
 		})
 	}
 }
