@@ -1,8 +1,6 @@
 package htmllex
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"golang.org/x/net/html"
@@ -10,40 +8,10 @@ import (
 	"github.com/crawlspace/crawlspace/internal/conformance"
 )
 
-// html5libCase is one case of html5lib_link_cases.json: a tag whose href
-// holds character references, and the value the HTML Standard's tokenizer
-// gives the attribute.
-type html5libCase struct {
-	Set    string `json:"set"`
-	Source string `json:"source"`
-	HTML   string `json:"html"`
-	Value  string `json:"value"`
-}
-
-// readHTML5LibCases reads the html5lib tokenizer cases of the conformance
-// data, skipping the test when the data is absent.
-func readHTML5LibCases(t *testing.T) []html5libCase {
-	t.Helper()
-	b, err := os.ReadFile(conformance.Path(t, "html5lib_link_cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data struct {
-		Cases []html5libCase `json:"cases"`
-	}
-	if err := json.Unmarshal(b, &data); err != nil {
-		t.Fatal(err)
-	}
-	if len(data.Cases) == 0 {
-		t.Fatal("html5lib_link_cases.json holds no cases")
-	}
-	return data.Cases
-}
-
 // Each html5lib tokenizer case's href, read by the lexer and decoded as an
 // attribute value, is the value the case gives.
 func TestHTML5LibAttributeCases(t *testing.T) {
-	cases := readHTML5LibCases(t)
+	cases := conformance.HTML5LibCases(t)
 	sets := map[string]int{}
 	for _, c := range cases {
 		sets[c.Set]++

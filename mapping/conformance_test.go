@@ -1,9 +1,7 @@
 package mapping
 
 import (
-	"encoding/json"
 	"net/url"
-	"os"
 	"slices"
 	"testing"
 
@@ -11,35 +9,13 @@ import (
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
-// html5libCase is one case of html5lib_link_cases.json: a tag whose href
-// holds character references, and the value the HTML Standard's tokenizer
-// gives the attribute.
-type html5libCase struct {
-	Set    string `json:"set"`
-	Source string `json:"source"`
-	HTML   string `json:"html"`
-	Value  string `json:"value"`
-}
-
 // The html5lib tokenizer cases, as href values, through what the crawler
 // uses: the link extracted must be the case's value resolved against the
 // page, and an extraction rule reading the attribute from the page's tree
 // must get the value too. That the lexer decodes each value as the case
 // says is htmllex's TestHTML5LibAttributeCases.
 func TestHTML5LibAttributeCasesThroughTheLinkExtractor(t *testing.T) {
-	b, err := os.ReadFile(conformance.Path(t, "html5lib_link_cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data struct {
-		Cases []html5libCase `json:"cases"`
-	}
-	if err := json.Unmarshal(b, &data); err != nil {
-		t.Fatal(err)
-	}
-	if len(data.Cases) == 0 {
-		t.Fatal("html5lib_link_cases.json holds no cases")
-	}
+	cases := conformance.HTML5LibCases(t)
 	x := extractorFor(t, `extra_fields: {extra_href: keyword}
 sources:
   - name: s
@@ -55,7 +31,7 @@ sources:
 	base := urlnorm.NewBase(pu)
 	var tb textBuf
 	sets := map[string]int{}
-	for _, c := range data.Cases {
+	for _, c := range cases {
 		sets[c.Set]++
 		res := extract(t, x, page, c.HTML)
 		var want []string
@@ -73,5 +49,5 @@ sources:
 			t.Errorf("%s: %s: an extraction rule reads href as %q, want %q", c.Source, c.HTML, got, wantExtra)
 		}
 	}
-	t.Logf("%d html5lib cases by set: %v", len(data.Cases), sets)
+	t.Logf("%d html5lib cases by set: %v", len(cases), sets)
 }
