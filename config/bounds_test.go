@@ -73,7 +73,7 @@ var numericKeys = []numericKey{
 	{"sources[0].max_age", src("max_age: %s"), "1ns", "8760h", "0s", "8760h0m0.000000001s"},
 	{"sources[0].max_link_depth", src("max_link_depth: %s"), "0", "1000", "-1", "1001"},
 	{"sources[0].max_path_depth", src("max_path_depth: %s"), "0", "1000", "-1", "1001"},
-	// Its upper bound is what the state store can hold (frontier.MaxURLLength).
+	// Its upper bound is what the state store can hold (urlnorm.MaxLength).
 	{"sources[0].max_url_length", src("max_url_length: %s"), "16", "32000", "15", "32001"},
 	{"sources[0].politeness.delay", src("politeness: {delay: %s}"), "0s", "1h", "-1ns", "3600000000001ns"},
 	{"sources[0].politeness.max_parallel_per_host", src("politeness: {max_parallel_per_host: %s}"), "1", "64", "0", "65"},

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/crawlspace/crawlspace/docfields"
-	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 var (
@@ -656,8 +656,8 @@ func (k *checker) source(i int) {
 	}
 	for j, u := range s.StartURLs {
 		k.url(indexPath(at("start_urls"), j), u, s.Schemes)
-		if len(u) > frontier.MaxURLLength {
-			k.errorf(indexPath(at("start_urls"), j), "is %d bytes, longer than the state store holds (%d)", len(u), frontier.MaxURLLength)
+		if len(u) > urlnorm.MaxLength {
+			k.errorf(indexPath(at("start_urls"), j), "is %d bytes, longer than the state store holds (%d)", len(u), urlnorm.MaxLength)
 		}
 	}
 	for j, u := range s.Sitemaps {
@@ -685,7 +685,7 @@ func (k *checker) source(i int) {
 	k.between(at("max_link_depth"), int64(s.MaxLinkDepth), 0, 1000)
 	k.between(at("max_path_depth"), int64(s.MaxPathDepth), 0, 1000)
 	// The state store must be able to hold every URL the crawl space allows.
-	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, frontier.MaxURLLength)
+	k.between(at("max_url_length"), int64(s.MaxURLLength), 16, urlnorm.MaxLength)
 	for j, q := range s.HonoredQueryParams {
 		qp := indexPath(at("honored_query_params"), j)
 		if k.nonEmpty(qp, q) && strings.ContainsAny(q, "=&?# ") {

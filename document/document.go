@@ -49,7 +49,7 @@ type Content struct {
 	Pages int
 	// Charset is the encoding a text format was decoded from, and
 	// CharsetWarning says how the bytes contradicted a declared one, as
-	// for pages (mapping.Decode); "" for formats that carry their own.
+	// for pages (charset.Decode); "" for formats that carry their own.
 	Charset        string
 	CharsetWarning string
 	// Links are the link targets the file holds (PDF URI actions, OOXML

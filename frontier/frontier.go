@@ -455,8 +455,8 @@ func (it *Item) validate() error {
 	switch {
 	case urlnorm.Origin(it.URL) == "":
 		return fmt.Errorf("frontier: %q is not an absolute URL", it.URL)
-	case len(it.URL) > MaxURLLength:
-		return fmt.Errorf("frontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), MaxURLLength)
+	case len(it.URL) > urlnorm.MaxLength:
+		return fmt.Errorf("frontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), urlnorm.MaxLength)
 	case strings.IndexByte(it.URL, 0) >= 0:
 		// No valid URL holds one, and in stores of format 2 a zero byte
 		// marked the history keys beside the records.

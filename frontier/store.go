@@ -12,13 +12,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// MaxURLLength is the longest URL the store can record. URLs are keys of
-// its B-trees, bbolt keys are at most bolt.MaxKeySize (32,768) bytes, and a
-// URL's history events add 5 bytes to it; the rest is margin. The crawl
-// space refuses longer URLs (url_too_long) whatever max_url_length says,
-// and max_url_length cannot be set above it.
-const MaxURLLength = 32000
-
 // StoreError is a failure of the state store itself rather than of one
 // change: it is corrupt, or it cannot write (a full disk, an I/O error).
 // From the first one on, a Frontier records nothing more: every change and

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/crawlspace/crawlspace/internal/tmpfs"
+	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // storeLayout is where things are in a store file, read while it is open.
@@ -354,7 +355,7 @@ func TestAnOutcomeThatCannotBeRecordedHoldsTheURLUntilTheNextCycle(t *testing.T)
 			mustAdd(t, f, Item{URL: "http://a.example/", Source: "s", Class: Start})
 			l := mustLease(t, f)
 			// A link the store cannot hold: the outcome is refused before any write.
-			long := "http://a.example/" + strings.Repeat("x", MaxURLLength)
+			long := "http://a.example/" + strings.Repeat("x", urlnorm.MaxLength)
 			o := Outcome{State: Fetched, Status: 200, Found: &Found{Links: []Item{{URL: long, Source: "s", Class: IndexFollow}}}}
 			var err error
 			if async {
@@ -363,7 +364,7 @@ func TestAnOutcomeThatCannotBeRecordedHoldsTheURLUntilTheNextCycle(t *testing.T)
 				err = l.Complete(o)
 			}
 			if err == nil {
-				t.Fatal("an outcome with a link longer than MaxURLLength was accepted")
+				t.Fatal("an outcome with a link longer than urlnorm.MaxLength was accepted")
 			}
 			l.Release() // a no-op: the lease ended with the refusal
 			if l, err := f.next(context.Background()); !errors.Is(err, ErrDone) {
@@ -386,7 +387,7 @@ func TestTheLongestURLTheStoreHoldsIsStoredWithItsHistory(t *testing.T) {
 	dir := t.TempDir()
 	f := openTest(t, dir, Options{Policy: policy(1, 0), History: DefaultHistory})
 	u := "http://a.example/"
-	u += strings.Repeat("x", MaxURLLength-len(u))
+	u += strings.Repeat("x", urlnorm.MaxLength-len(u))
 	mustAdd(t, f, Item{URL: u, Source: "s", Class: Start})
 	mustComplete(t, mustLease(t, f), Outcome{State: Fetched, Status: 200, Detail: "ok"})
 	// Its keys fill overflow pages, which the check at Open walks too.
@@ -394,13 +395,13 @@ func TestTheLongestURLTheStoreHoldsIsStoredWithItsHistory(t *testing.T) {
 	f = openTest(t, dir, Options{Policy: policy(1, 0), History: DefaultHistory})
 	evs, err := f.History(u)
 	if err != nil || len(evs) != 2 {
-		t.Errorf("history of a URL of MaxURLLength bytes = %v, %v; want queued and fetched", evs, err)
+		t.Errorf("history of a URL of urlnorm.MaxLength bytes = %v, %v; want queued and fetched", evs, err)
 	}
 	if _, err := f.Add(Item{URL: u + "y", Source: "s", Class: Start}); err == nil {
-		t.Error("Add took a URL longer than MaxURLLength")
+		t.Error("Add took a URL longer than urlnorm.MaxLength")
 	}
-	if MaxURLLength+5 > bolt.MaxKeySize {
-		t.Errorf("MaxURLLength %d leaves no room for a history key within bbolt's %d", MaxURLLength, bolt.MaxKeySize)
+	if urlnorm.MaxLength+5 > bolt.MaxKeySize {
+		t.Errorf("urlnorm.MaxLength %d leaves no room for a history key within bbolt's %d", urlnorm.MaxLength, bolt.MaxKeySize)
 	}
 }
 

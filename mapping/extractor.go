@@ -60,7 +60,6 @@ import (
 	"errors"
 	"hash"
 	"maps"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -73,6 +72,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/crawlspace/crawlspace/charset"
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/robots"
@@ -230,11 +230,11 @@ func (x *Extractor) Extract(page Page) (*Result, error) {
 		return nil, errors.New("mapping: page has no URL")
 	}
 	ct := page.Header.Get("Content-Type")
-	ctype, charset := docfields.MediaType(ct), declaredCharset(ct)
+	ctype, declared := docfields.MediaType(ct), charset.OfContentType(ct)
 	if ctype == "" {
 		ctype = docfields.MediaType(http.DetectContentType(page.Body))
 	}
-	body, used, charsetWarning := decodeBody(page.Body, charset)
+	body, used, charsetWarning := charset.Decode(page.Body, declared)
 
 	p := parserPool.Get().(*parser)
 	defer func() {
@@ -440,20 +440,6 @@ func cloneOrNil(ss []string) []string {
 		return nil
 	}
 	return slices.Clone(ss)
-}
-
-// declaredCharset is the charset parameter of a Content-Type value, ""
-// when it names none.
-func declaredCharset(ct string) string {
-	if !strings.Contains(ct, ";") {
-		return ""
-	}
-	_, params, err := mime.ParseMediaType(ct)
-	if err != nil {
-		// Lenient fallback for values such as "text/html;;charset=x".
-		return charsetFromContentType(ct)
-	}
-	return strings.TrimSpace(params["charset"])
 }
 
 // docPath is the decoded path, or the escaped one when decoding would give

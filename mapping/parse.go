@@ -9,9 +9,10 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/htmllex"
 )
 
-// Element flags. The page is read in one pass with the lexer of lexer.go
+// Element flags. The page is read in one pass with the lexer of package htmllex
 // (x/net/html's token types, not its Tokenizer); a light stack of open elements, with the HTML standard's
 // implied end tags for p, li, dd/dt, table parts and options, tells where a
 // removed element ends even when the page leaves its children unclosed.
@@ -114,14 +115,10 @@ type elem struct {
 }
 
 // attr is one attribute as spans of the raw tag.
-type attr struct {
-	k0, k1, v0, v1 int
-}
-
 // parser holds the state of one Extract call; parsers are pooled.
 type parser struct {
 	x *Extractor
-	z lexer
+	z htmllex.Lexer
 
 	stack     []elem
 	removed   int // removed elements open
@@ -144,7 +141,7 @@ type parser struct {
 	body, head, tbuf, scratch textBuf
 	name                      []byte
 	raw                       []byte
-	attrs                     []attr
+	attrs                     []htmllex.Attr
 	unesc                     []byte
 
 	title     string
@@ -183,7 +180,7 @@ type parser struct {
 
 func (p *parser) reset(x *Extractor) {
 	p.x = x
-	p.z.reset(nil)
+	p.z.Reset(nil)
 	p.stack = p.stack[:0]
 	p.removed, p.foreign, p.inert, p.pre, p.heading = 0, 0, 0, 0, 0
 	p.openP, p.openLi, p.openDd, p.openA = 0, 0, 0, 0
@@ -226,12 +223,12 @@ func (p *parser) reset(x *Extractor) {
 // run reads the whole page.
 func (p *parser) run(body []byte) {
 	z := &p.z
-	z.reset(body)
+	z.Reset(body)
 	for {
 		switch tt := z.Next(); tt {
 		case html.ErrorToken:
 			p.popTo(0)
-			z.reset(nil) // a pooled parser must not keep the page
+			z.Reset(nil) // a pooled parser must not keep the page
 			return
 		case html.TextToken:
 			p.text(z.Text())
@@ -295,7 +292,7 @@ func (p *parser) text(t []byte) {
 
 func allSpace(b []byte) bool {
 	for _, c := range b {
-		if !isSpace(c) {
+		if !htmllex.IsSpace(c) {
 			return false
 		}
 	}
@@ -330,7 +327,7 @@ func (p *parser) startTag(raw []byte, selfClosing bool) {
 		p.z.NextIsNotRawText()
 	}
 	p.raw = raw
-	p.attrs = parseAttrs(raw, p.attrs[:0])
+	p.attrs = htmllex.ParseAttrs(raw, p.attrs[:0])
 
 	switch a {
 	case atom.Html:
@@ -732,95 +729,12 @@ func (p *parser) comment(t []byte) {
 	}
 }
 
-// parseAttrs reads the attributes of a raw start tag the way x/net/html's
-// Tokenizer does (first of duplicate names wins), as spans, without allocating.
-func parseAttrs(raw []byte, dst []attr) []attr {
-	n := len(raw)
-	i := 1
-	for i < n && !isSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
-		i++
-	}
-	for {
-		for i < n && isSpace(raw[i]) {
-			i++
-		}
-		if i >= n || raw[i] == '>' {
-			return dst
-		}
-		k0 := i
-		for i < n {
-			c := raw[i]
-			if c == '=' && i > k0 {
-				break
-			}
-			if isSpace(c) || c == '/' || c == '>' {
-				break
-			}
-			i++
-		}
-		k1 := i
-		v0, v1 := i, i
-		for i < n && isSpace(raw[i]) {
-			i++
-		}
-		if i < n {
-			c := raw[i]
-			i++
-			switch {
-			case c == '/':
-			case c != '=':
-				i--
-			default:
-				for i < n && isSpace(raw[i]) {
-					i++
-				}
-				if i < n {
-					q := raw[i]
-					switch q {
-					case '>':
-					case '\'', '"':
-						i++
-						v0 = i
-						for i < n && raw[i] != q {
-							i++
-						}
-						v1 = i
-						if i < n {
-							i++
-						}
-					default:
-						v0 = i
-						for i < n && !isSpace(raw[i]) && raw[i] != '>' {
-							i++
-						}
-						v1 = i
-					}
-				}
-			}
-		}
-		if k1 > k0 && !hasAttrName(raw, dst, raw[k0:k1]) {
-			dst = append(dst, attr{k0, k1, v0, v1})
-		}
-	}
-}
-
-// hasAttrName reports whether attrs has name already. Names compare as the
-// Tokenizer compares them, ASCII letters only: "ſrc" is not "src".
-func hasAttrName(raw []byte, attrs []attr, name []byte) bool {
-	for _, a := range attrs {
-		if equalFoldASCII(raw[a.k0:a.k1], name) {
-			return true
-		}
-	}
-	return false
-}
-
 // attr returns the value of the named attribute (a lower-case name) of the
 // current start tag, decoded as the HTML Standard's tokenizer decodes
-// attribute values (charref.go). The slice is valid until the next call.
+// attribute values (htmllex.AppendAttrValue). The slice is valid until the next call.
 func (p *parser) attr(name string) ([]byte, bool) {
 	for _, a := range p.attrs {
-		if a.k1-a.k0 == len(name) && equalFoldASCII(p.raw[a.k0:a.k1], name) {
+		if htmllex.EqualFoldASCII(a.Name(p.raw), name) {
 			return p.value(a), true
 		}
 	}
@@ -829,35 +743,13 @@ func (p *parser) attr(name string) ([]byte, bool) {
 
 // value is the value of attribute a of the current start tag, as attr
 // gives it.
-func (p *parser) value(a attr) []byte {
-	v := p.raw[a.v0:a.v1]
-	if attrIsPlain(v) {
+func (p *parser) value(a htmllex.Attr) []byte {
+	v := a.RawValue(p.raw)
+	if htmllex.AttrIsPlain(v) {
 		return v
 	}
-	p.unesc = appendAttrValue(p.unesc[:0], v)
+	p.unesc = htmllex.AppendAttrValue(p.unesc[:0], v)
 	return p.unesc
-}
-
-// equalFoldASCII reports whether b and s are equal with ASCII letters
-// folded, and only those: HTML's names are case-insensitive in ASCII alone.
-func equalFoldASCII[T string | []byte](b []byte, s T) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c, d := b[i], s[i]
-		if c != d && lowerASCII(c) != lowerASCII(d) {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // relHas reports whether the rel attribute lists tok.
@@ -867,7 +759,7 @@ func (p *parser) relHas(tok string) bool {
 		return false
 	}
 	for f := range bytes.FieldsSeq(v) {
-		if equalFoldASCII(f, tok) {
+		if htmllex.EqualFoldASCII(f, tok) {
 			return true
 		}
 	}
@@ -887,7 +779,7 @@ func (p *parser) hasRemovedClass() bool {
 	}
 	for f := range bytes.FieldsSeq(v) {
 		for _, c := range p.x.removeClasses {
-			if equalFoldASCII(f, c) {
+			if htmllex.EqualFoldASCII(f, c) {
 				return true
 			}
 		}
@@ -911,11 +803,11 @@ func (p *parser) addLink(v []byte, tag uint8, nofollow bool) {
 func (p *parser) meta() {
 	if v, ok := p.attr("http-equiv"); ok {
 		switch {
-		case equalFoldASCII(bytes.TrimSpace(v), "content-language"):
+		case htmllex.EqualFoldASCII(bytes.TrimSpace(v), "content-language"):
 			if c, ok := p.attr("content"); ok && p.lang[2] == "" {
 				p.lang[2] = normLanguage(string(c))
 			}
-		case equalFoldASCII(bytes.TrimSpace(v), "refresh"):
+		case htmllex.EqualFoldASCII(bytes.TrimSpace(v), "refresh"):
 			if c, ok := p.attr("content"); ok {
 				if u := refreshURL(string(c)); u != "" {
 					p.addLink([]byte(u), tagMeta, false)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/crawlspace/crawlspace/config"
+	"github.com/crawlspace/crawlspace/htmllex"
 )
 
 // Structured data: schema.org items from JSON-LD (<script
@@ -368,7 +369,7 @@ func isJSONLDType(v []byte) bool {
 	if i := bytes.IndexByte(v, ';'); i >= 0 {
 		v = v[:i]
 	}
-	return equalFoldASCII(bytes.TrimSpace(v), "application/ld+json")
+	return htmllex.EqualFoldASCII(bytes.TrimSpace(v), "application/ld+json")
 }
 
 // ldScripts are the JSON-LD scripts the parse captured; they share the

@@ -228,9 +228,9 @@ func (c *Crawler) judge(raws []string) ([]judged, error) {
 			j.d.Decision, j.d.Reason, j.d.Rule = DecisionRefused, string(d.Reason), d.Rule
 			continue
 		}
-		if len(u) > frontier.MaxURLLength {
+		if len(u) > urlnorm.MaxLength {
 			j.d.Decision, j.d.Reason = DecisionRefused, "url_too_long"
-			j.d.Detail = fmt.Sprintf("%d bytes, more than the state store holds (%d)", len(u), frontier.MaxURLLength)
+			j.d.Detail = fmt.Sprintf("%d bytes, more than the state store holds (%d)", len(u), urlnorm.MaxLength)
 			continue
 		}
 		j.d.Fetch = to.Fetch(found)

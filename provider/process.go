@@ -94,7 +94,7 @@ func (r *refusals) add(to *rules.Source, u, found string, depth int, d rules.Dec
 	if to != nil {
 		name = to.Name
 	}
-	if len(u) > frontier.MaxURLLength {
+	if len(u) > urlnorm.MaxLength {
 		if r.unstorable == nil {
 			r.unstorable = map[uint64]unstorable{}
 		}
@@ -115,7 +115,7 @@ func (r *refusals) add(to *rules.Source, u, found string, depth int, d rules.Dec
 // The example is cut short, so a report never carries a 40 KB URL.
 func (c *Crawler) reportUnstorable(r *refusals) {
 	for _, u := range r.unstorable {
-		detail := fmt.Sprintf("%d bytes, more than the state store holds (%d)", len(u.url), frontier.MaxURLLength)
+		detail := fmt.Sprintf("%d bytes, more than the state store holds (%d)", len(u.url), urlnorm.MaxLength)
 		if u.rule != "" {
 			detail = u.rule + ": " + detail
 		}

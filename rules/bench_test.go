@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -25,7 +24,7 @@ func bigConfig() *config.Config {
 	src.HonoredQueryParams = []string{"id", "page"}
 	// No depth limits, and the longest URL the store holds, as before
 	// the config gave the defaults.
-	src.MaxPathDepth, src.MaxLinkDepth, src.MaxURLLength = 0, 0, frontier.MaxURLLength
+	src.MaxPathDepth, src.MaxLinkDepth, src.MaxURLLength = 0, 0, urlnorm.MaxLength
 	for i := range 150 {
 		src.Include = append(src.Include, fmt.Sprintf("/section-%d/", i))
 	}

@@ -38,7 +38,7 @@ func (s *Source) decide(u string, depth int, page bool) Decision {
 	if !s.schemeAllowed(p.Scheme) {
 		return s.refuse(ReasonScheme, s.schemesRef)
 	}
-	if s.maxURLLen > 0 && len(u) > s.maxURLLen {
+	if len(u) > s.maxURLLen {
 		return s.refuse(ReasonURLTooLong, s.maxURLLenRef)
 	}
 	if page {

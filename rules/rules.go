@@ -43,7 +43,6 @@ import (
 	"sync/atomic"
 
 	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -346,11 +345,6 @@ func compileSource(cfg *config.Config, i int, errs, warnings *config.Errors) *So
 
 	s.schemes, s.schemesRef = src.Schemes, cfg.Ref(at("schemes"))
 	s.maxURLLen, s.maxURLLenRef = src.MaxURLLength, cfg.Ref(at("max_url_length"))
-	if s.maxURLLen <= 0 || s.maxURLLen > frontier.MaxURLLength {
-		// Not a default: the store's own limit, which holds even for a
-		// config changed after loading.
-		s.maxURLLen = frontier.MaxURLLength
-	}
 	s.followQuery, s.followQueryRef = *src.FollowQueryStrings, cfg.Ref(at("follow_query_strings"))
 	s.maxPathDepth, s.maxPathRef = src.MaxPathDepth, cfg.Ref(at("max_path_depth"))
 	s.maxLinkDepth, s.maxLinkRef = src.MaxLinkDepth, cfg.Ref(at("max_link_depth"))

@@ -1,11 +1,10 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/crawlspace/crawlspace/config"
-	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
@@ -160,23 +159,15 @@ func TestFollowQueryStringsFalseRefusesURLsFoundWithAQuery(t *testing.T) {
 	}
 }
 
-func TestAURLLongerThanTheStateStoreHoldsIsRefusedWhateverMaxURLLengthSays(t *testing.T) {
-	cfg, err := config.Parse("crawl.yaml", []byte(source(`start_urls: ["http://site.example/"]`)))
-	if err != nil {
-		t.Fatal(err)
-	}
+// The longest max_url_length a config may set is what the state store
+// holds (config refuses more): with it, a URL one byte longer is refused.
+func TestAURLLongerThanTheStateStoreHoldsIsRefusedAtTheLongestMaxURLLength(t *testing.T) {
+	s := compileYAML(t, source(`start_urls: ["http://site.example/"]`, fmt.Sprintf("max_url_length: %d", urlnorm.MaxLength))).Source("site")
 	base := "http://site.example/"
-	for _, limit := range []int{0, 1 << 20} { // unset, or past the bound validation enforces
-		cfg.Sources[0].MaxURLLength = limit
-		set, err := Compile(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkTable(t, set.Source("site"), []want{
-			{base + strings.Repeat("a", frontier.MaxURLLength-len(base)), true, ReasonNone},
-			{base + strings.Repeat("a", frontier.MaxURLLength+1-len(base)), false, ReasonURLTooLong},
-		})
-	}
+	checkTable(t, s, []want{
+		{base + strings.Repeat("a", urlnorm.MaxLength-len(base)), true, ReasonNone},
+		{base + strings.Repeat("a", urlnorm.MaxLength+1-len(base)), false, ReasonURLTooLong},
+	})
 }
 
 // FDSE's "Index Entire Site": the start URL's directory and below.

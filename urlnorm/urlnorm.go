@@ -58,6 +58,16 @@ import (
 	"strings"
 )
 
+// MaxLength is the longest URL the crawler keeps. URLs are keys of the
+// embedded state store's B-trees, bbolt keys are at most 32,768 bytes
+// (bolt.MaxKeySize, which frontier's tests hold it to), and a URL's history
+// events add 5 bytes to it; the rest is margin. The crawl space refuses
+// longer URLs (url_too_long) whatever max_url_length says, max_url_length
+// cannot be set above it, and the state stores refuse them too. It lives
+// here, not in the store, so that the packages that judge URLs do not link
+// the storage engine.
+const MaxLength = 32000
+
 // Errors returned (wrapped) for input that cannot be normalised.
 var (
 	ErrEmpty    = errors.New("empty URL")

@@ -5,13 +5,11 @@ package text
 import (
 	"bytes"
 	"context"
-	"mime"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crawlspace/crawlspace/charset"
 	"github.com/crawlspace/crawlspace/document"
-	"github.com/crawlspace/crawlspace/mapping"
 )
 
 // Reader reads one plain text file. A Reader is a value: the crawler makes one per response, with
@@ -44,7 +42,7 @@ func (r Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *
 	if err := ctx.Err(); err != nil {
 		return nil, &document.Error{Reason: document.ReasonTimeout, Err: err}
 	}
-	decoded, charset, warning := mapping.Decode(data, charsetOf(r.ContentType))
+	decoded, used, warning := charset.Decode(data, charset.OfContentType(r.ContentType))
 	body := document.NewText(lim.MaxText)
 	inPara := false
 	var last rune // the last character written in the current paragraph
@@ -76,7 +74,7 @@ func (r Reader) Read(ctx context.Context, data []byte, lim document.Limits) (c *
 		last, _ = utf8.DecodeLastRune(line)
 		inPara = true
 	}
-	return &document.Content{Body: body.String(), Truncated: body.Truncated(), Charset: charset, CharsetWarning: warning}, nil
+	return &document.Content{Body: body.String(), Truncated: body.Truncated(), Charset: used, CharsetWarning: warning}, nil
 }
 
 // nextLine splits off one line ended by \n, \r\n, \r (old Mac files) or a form feed, which
@@ -103,24 +101,4 @@ func unbroken(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar) ||
 		// CJK punctuation and full-width forms (、。「」ー…) sit between such words too.
 		r >= 0x3000 && r <= 0x303f || r >= 0xff00 && r <= 0xffef || r == 0x30fc
-}
-
-// charsetOf is the charset parameter of a Content-Type, "" when there is none or the value does
-// not parse, which leaves the choice to detection.
-func charsetOf(contentType string) string {
-	if contentType == "" {
-		return ""
-	}
-	_, params, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		// Servers send `text/plain; charset=utf-8;` and worse; find the parameter by hand.
-		for _, part := range strings.Split(contentType, ";") {
-			k, v, ok := strings.Cut(part, "=")
-			if ok && strings.EqualFold(strings.TrimSpace(k), "charset") {
-				return strings.Trim(strings.TrimSpace(v), `"'`)
-			}
-		}
-		return ""
-	}
-	return params["charset"]
 }

@@ -131,21 +131,6 @@ func TestEndedContextIsATimeout(t *testing.T) {
 	}
 }
 
-func TestContentTypeCharsetParsing(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                                   "",
-		"text/plain":                         "",
-		"text/plain; charset=KOI8-R":         "KOI8-R",
-		`text/plain; charset="shift_jis"`:    "shift_jis",
-		"text/plain;charset=utf-8;":          "utf-8",
-		"text/plain; format=flowed; charset": "",
-	} {
-		if got := charsetOf(in); got != want {
-			t.Errorf("charsetOf(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func FuzzRead(f *testing.F) {
 	for _, tc := range encoded {
 		// The first kilobytes carry every feature of a fixture, and whole files make the

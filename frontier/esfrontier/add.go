@@ -23,8 +23,8 @@ func checkItem(it *frontier.Item) error {
 	switch {
 	case urlnorm.Origin(it.URL) == "":
 		return fmt.Errorf("esfrontier: %q is not an absolute URL", it.URL)
-	case len(it.URL) > frontier.MaxURLLength:
-		return fmt.Errorf("esfrontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), frontier.MaxURLLength)
+	case len(it.URL) > urlnorm.MaxLength:
+		return fmt.Errorf("esfrontier: URL of %d bytes is longer than the store holds (%d)", len(it.URL), urlnorm.MaxLength)
 	case it.Class > frontier.Refresh:
 		return fmt.Errorf("esfrontier: %s: unknown class %d", it.URL, it.Class)
 	case it.Shift < frontier.MinShift || it.Shift > frontier.MaxShift:

@@ -5,6 +5,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,4 +44,34 @@ func repoRoot() (string, error) {
 		}
 		dir = up
 	}
+}
+
+// HTML5LibCase is one case of html5lib_link_cases.json: a tag whose href
+// holds character references, and the value the HTML Standard's tokenizer
+// gives the attribute.
+type HTML5LibCase struct {
+	Set    string `json:"set"`
+	Source string `json:"source"`
+	HTML   string `json:"html"`
+	Value  string `json:"value"`
+}
+
+// HTML5LibCases reads the cases of html5lib_link_cases.json, skipping the
+// test where the file is absent (Path) and failing it where it holds none.
+func HTML5LibCases(t testing.TB) []HTML5LibCase {
+	t.Helper()
+	b, err := os.ReadFile(Path(t, "html5lib_link_cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data struct {
+		Cases []HTML5LibCase `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &data); err != nil {
+		t.Fatalf("html5lib_link_cases.json: %v", err)
+	}
+	if len(data.Cases) == 0 {
+		t.Fatal("html5lib_link_cases.json holds no cases")
+	}
+	return data.Cases
 }

@@ -1,8 +1,13 @@
-package mapping
+// Package charset reads a body in any encoding as UTF-8, by the rules
+// browsers follow for pages: a byte order mark, the Content-Type charset,
+// a <meta> declaration, then detection; and finds the charset a
+// Content-Type value names.
+package charset
 
 import (
 	"bytes"
 	"fmt"
+	"mime"
 	"strings"
 	"unicode/utf8"
 
@@ -24,7 +29,7 @@ var (
 	bomUTF16LE = []byte{0xff, 0xfe}
 )
 
-// decodeBody returns the body as UTF-8 (possibly still holding invalid
+// Decode returns the body as UTF-8 (possibly still holding invalid
 // sequences, which the text builders repair), the WHATWG name of the
 // encoding used and, when the bytes contradicted a declared charset, a
 // warning that says so. The order: a byte order mark, the Content-Type
@@ -37,7 +42,7 @@ var (
 // rare); a declared UTF-16 whose bytes are not UTF-16 (a UTF-8 page
 // labelled utf-16) is read as undeclared; and bytes invalid in the
 // declared encoding are read as detected when the detector is confident.
-func decodeBody(body []byte, contentTypeCharset string) (out []byte, used, warning string) {
+func Decode(body []byte, contentTypeCharset string) (out []byte, used, warning string) {
 	if n, name := bomOf(body); n > 0 {
 		out, used = decodeBOM(body, n, name)
 		if declared := labelName(contentTypeCharset); declared != "" && declared != name {
@@ -405,7 +410,7 @@ func prescanCharset(body []byte) string {
 					return c
 				}
 				if strings.EqualFold(strings.TrimSpace(httpEquiv), "content-type") {
-					if c := charsetFromContentType(content); c != "" {
+					if c := lenientCharset(content); c != "" {
 						return c
 					}
 				}
@@ -416,10 +421,10 @@ func prescanCharset(body []byte) string {
 	}
 }
 
-// charsetFromContentType extracts the charset parameter of a Content-Type
+// lenientCharset extracts the charset parameter of a Content-Type
 // value the lenient way the HTML standard does for meta elements:
 // `text/html; charset="utf-8"` and `text/html;charset=utf-8` alike.
-func charsetFromContentType(ct string) string {
+func lenientCharset(ct string) string {
 	lower := strings.ToLower(ct)
 	for i := 0; ; {
 		j := strings.Index(lower[i:], "charset")
@@ -477,11 +482,16 @@ func containsFold(b []byte, w string) bool {
 	return false
 }
 
-// Decode reads a body that is text of any kind, not only HTML, as UTF-8 by
-// the rules pages follow: a byte order mark, the Content-Type charset, then
-// detection. It returns the text (invalid sequences left for the caller's
-// text builder to repair), the WHATWG name of the encoding used and a
-// warning when the bytes contradicted the declared charset.
-func Decode(body []byte, contentTypeCharset string) (text []byte, charset, warning string) {
-	return decodeBody(body, contentTypeCharset)
+// OfContentType is the charset parameter of a Content-Type value, ""
+// when it names none.
+func OfContentType(ct string) string {
+	if !strings.Contains(ct, ";") {
+		return ""
+	}
+	_, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		// Lenient fallback for values such as "text/html;;charset=x".
+		return lenientCharset(ct)
+	}
+	return strings.TrimSpace(params["charset"])
 }

@@ -1,4 +1,4 @@
-package mapping
+package charset
 
 import (
 	"strings"
@@ -40,7 +40,7 @@ func TestDeclaredCharsetIsBelievedUnlessTheBytesContradictIt(t *testing.T) {
 		{"an unknown label is ignored", "x-no-such", []byte(html), text, "utf-8", false},
 	}
 	for _, c := range cases {
-		out, used, warning := decodeBody(c.body, c.charset)
+		out, used, warning := Decode(c.body, c.charset)
 		if used != c.used || !strings.Contains(strings.ToValidUTF8(string(out), "\ufffd"), c.want) {
 			t.Errorf("%s: read as %s, want %s; text %q", c.name, used, c.used, out)
 		}
@@ -55,7 +55,7 @@ func TestDeclaredCharsetIsBelievedUnlessTheBytesContradictIt(t *testing.T) {
 
 func TestUTF16DeclaredInsideTheDocumentMeansUTF8WithoutAWarning(t *testing.T) {
 	page := []byte(`<html><head><meta charset="utf-16"><title>é</title></head></html>`)
-	out, used, warning := decodeBody(page, "")
+	out, used, warning := Decode(page, "")
 	if used != "utf-8" || string(out) != string(page) || warning != "" {
 		t.Errorf("read as %s with warning %q", used, warning)
 	}
@@ -80,6 +80,21 @@ func TestUTF16IsPlausibleOnlyWithMarkupUnitsAndPairedSurrogates(t *testing.T) {
 	for _, c := range cases {
 		if got := plausibleUTF16(c.body, c.bigEndian); got != c.want {
 			t.Errorf("%s: plausible %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestContentTypeCharsetParsing(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                   "",
+		"text/plain":                         "",
+		"text/plain; charset=KOI8-R":         "KOI8-R",
+		`text/plain; charset="shift_jis"`:    "shift_jis",
+		"text/plain;charset=utf-8;":          "utf-8",
+		"text/plain; format=flowed; charset": "",
+	} {
+		if got := OfContentType(in); got != want {
+			t.Errorf("OfContentType(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

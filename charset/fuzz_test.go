@@ -1,4 +1,4 @@
-package mapping
+package charset
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func FuzzDecodeBodyAlwaysGivesUTF8(f *testing.F) {
 	f.Add([]byte{0xd8, 0x00, 0x00, 0x41}, "utf-16be")
 	f.Add([]byte("<meta http-equiv=content-type content='text/html; charset=gb18030'>\x81\x30"), "x-unknown")
 	f.Fuzz(func(t *testing.T, body []byte, charset string) {
-		out, used, _ := decodeBody(body, charset)
+		out, used, _ := Decode(body, charset)
 		if !utf8.Valid(out) {
 			t.Fatalf("decoded as %s into invalid UTF-8 %q", used, out)
 		}

@@ -1,4 +1,4 @@
-package mapping
+package htmllex
 
 import (
 	"bytes"
@@ -55,10 +55,10 @@ func unescapeCommon(dst, s []byte) (out []byte, ok bool) {
 	}
 }
 
-// attrIsPlain reports whether an attribute value reads as written: no
+// AttrIsPlain reports whether an attribute value reads as written: no
 // reference, and no CR or NUL, which the input stream's preprocessing and
 // the attribute value states replace.
-func attrIsPlain(v []byte) bool {
+func AttrIsPlain(v []byte) bool {
 	for _, c := range v {
 		if c == '&' || c == '\r' || c == 0 {
 			return false
@@ -67,10 +67,10 @@ func attrIsPlain(v []byte) bool {
 	return true
 }
 
-// appendAttrValue appends the value of an attribute written as v: line
+// AppendAttrValue appends the value of an attribute written as v: line
 // breaks normalised to "\n", NUL read as U+FFFD, character references
 // decoded by the attribute rules. dst must not overlap v.
-func appendAttrValue(dst, v []byte) []byte {
+func AppendAttrValue(dst, v []byte) []byte {
 	for i := 0; i < len(v); {
 		switch c := v[i]; c {
 		case '&':
