@@ -162,8 +162,8 @@ sources:
     keep_duplicates: %v
 `, esURL, index, index, site.URL+"/", keep)
 		for _, run := range []string{"first crawl", "unchanged crawl"} {
-			time.Sleep(5 * time.Millisecond)
-			c := crawltest.New(t, crawltest.Config(t, yaml))
+			letMaxAgePass(t)
+			c := onTestClock(t, crawltest.New(t, crawltest.Config(t, yaml)))
 			start, before := time.Now(), site.allFetches()
 			rep, err := c.Crawl(context.Background())
 			if err != nil {

@@ -57,7 +57,7 @@ func (c *Crawler) PauseSource(name, by string) (Pause, error) {
 	if p, ok := c.Paused()[name]; ok {
 		return p, nil
 	}
-	p := Pause{Since: time.Now().UTC(), By: by}
+	p := Pause{Since: c.now().UTC(), By: by}
 	raw, _ := json.Marshal(p)
 	if err := c.front.PutMeta(metaPaused+name, raw); err != nil {
 		return Pause{}, err

@@ -104,6 +104,11 @@ type Crawler struct {
 	// timing holds the crawler's waits; a crawler of its own lets a test
 	// shorten them without slowing or racing another test.
 	timing timing
+	// clock is the crawler's time, which its state store, robots cache,
+	// fetch layers and reports read too (now): time.Now, unless a test
+	// moves it (export_test.go). It is held atomically because the store's
+	// goroutines read it from the store's opening on.
+	clock atomic.Pointer[func() time.Time]
 	// ran is the cycle last begun or resumed here.
 	ran atomic.Uint64
 	// maintain is set on a crawler that crawls nothing (NewMaintenance).
@@ -166,6 +171,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
 		delayLists: map[string][]CrawlDelay{}, unsettled: newUnsettledGroups()}
+	c.clock.Store(new(time.Now))
 	c.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
@@ -236,7 +242,7 @@ func (c *Crawler) warnings(report *Report) {
 // newRobots is the crawler's robots.txt cache, fetching through the
 // sources' fetch layers.
 func (c *Crawler) newRobots() *robots.Cache {
-	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry})
+	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry, Now: c.now})
 }
 
 // Close flushes and closes the sink, within closeGrace, and closes the
@@ -260,6 +266,11 @@ func (c *Crawler) Close() error {
 
 // Frontier gives read access to the state store, for status and tests.
 func (c *Crawler) Frontier() *frontier.Frontier { return c.bolt }
+
+// now is the time by the crawler's clock. Waits of a duration (tickers,
+// timeouts) are not on it: they run on real time, which a test moves
+// with testing/synctest.
+func (c *Crawler) now() time.Time { return (*c.clock.Load())() }
 
 // reportNow is the report of the cycle running, or of the last one.
 func (c *Crawler) reportNow() *Report { return c.report.Load() }
@@ -329,7 +340,7 @@ func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Ti
 }
 
 func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
-	report := NewReport(c.sink.Target())
+	report := newReport(c.sink.Target(), c.now)
 	c.reportMu.Lock()
 	report.obs = c.observer
 	c.report.Store(report)
@@ -402,7 +413,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 		c.signInWarned.Delete(src.cfg.Name)
 		c.learnCrawlDelays(ctx, src)
 	}
-	now := time.Now()
+	now := c.now()
 	for _, src := range c.active(c.order) {
 		if src.cfg.MaxAge > 0 {
 			if _, err := c.front.RequeueDue(src.cfg.Name, now.Add(-src.cfg.MaxAge.D())); err != nil {
@@ -773,7 +784,7 @@ func (c *Crawler) checkpoint() error {
 	type refusal struct{ source, reason, rule string }
 	seen := map[string]refusal{}
 	var drops []frontier.Verdict
-	start := time.Now()
+	start := c.now()
 	err = frontier.ForEach(c.front, frontier.Query{States: []frontier.State{frontier.Waiting}}, func(r frontier.Record) error {
 		src := c.sources[r.Source]
 		if src == nil || r.Indexed || r.Pending != "" {
@@ -949,10 +960,10 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.Re
 	host := urlnorm.Origin(robotsURL)
 	status, body, err := c.fetchers.Robots(ctx, robotsURL)
 	if err != nil {
-		c.robotsRead.Store(host, time.Now())
+		c.robotsRead.Store(host, c.now())
 		return 0, nil, err
 	}
-	return status, &robotsBody{ReadCloser: body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
+	return status, &robotsBody{ReadCloser: body, done: func() { c.robotsRead.Store(host, c.now()) }}, nil
 }
 
 // robotsBody notes when the robots.txt request ended: when the cache is

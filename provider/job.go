@@ -152,7 +152,7 @@ func (j *job) run(ctx context.Context) end {
 	}
 
 	hdr, conditional := j.conditional()
-	start := time.Now().UTC()
+	start := j.c.now().UTC()
 	res := j.src.fetch.Page(ctx, j.request, hdr)
 	// A page read whole before the fence was done is kept: its outcome
 	// ends the lease, so the next holder does not fetch it again.
@@ -168,7 +168,7 @@ func (j *job) run(ctx context.Context) end {
 	if res.Err != nil {
 		return j.failure(res.Err)
 	}
-	j.c.fetchedPage(j.lease, j.src.cfg.Name, res, time.Since(start))
+	j.c.fetchedPage(j.lease, j.src.cfg.Name, res, j.c.now().Sub(start))
 	switch st := res.Status; {
 	case st == http.StatusNotModified:
 		if !conditional {
@@ -275,7 +275,7 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		// Nothing else is expected here, but a URL given straight back
 		// would be leased again at once: it waits its backoff instead.
 		return end{kind: temporary, reason: "robots_unavailable", detail: err.Error(),
-			until: time.Now().Add(c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
+			until: c.now().Add(c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
 	}
 	if _, failing := c.robotsDown.Load(hostKey); failing {
 		c.robotsDown.Delete(hostKey)
@@ -299,7 +299,7 @@ func (j *job) failure(err error) end {
 	reason, temp := fetch.Classify(err)
 	if temp {
 		return end{kind: temporary, reason: reason, detail: errCause(err),
-			until: time.Now().Add(j.c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+			until: j.c.now().Add(j.c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
 	}
 	e := end{kind: failed, reason: reason, detail: errCause(err)}
 	if addrErr := (*fetch.AddressError)(nil); errors.As(err, &addrErr) {
@@ -321,8 +321,9 @@ func (j *job) statusError(res *fetch.Response, reason string) end {
 		if ra := h.Get("Retry-After"); ra != "" {
 			cause += ", Retry-After: " + ra
 		}
+		now := j.c.now()
 		return end{kind: temporary, reason: reason, status: status, detail: cause,
-			until: time.Now().Add(j.c.timing.retryAfter(h.Get("Retry-After"), j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+			until: now.Add(j.c.timing.retryAfter(h.Get("Retry-After"), j.rec.TempErrCount, now)), attempts: j.rec.TempErrCount + 1}
 	}
 	return end{kind: httpError, reason: reason, status: status}
 }
@@ -421,7 +422,7 @@ func (j *job) signInFailed(e end) {
 	}
 	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
 	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}, nil)
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}, nil)
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
@@ -641,7 +642,7 @@ func (j *job) extractorDown(err error) {
 	}
 	c.reportNow().Reason(name, j.item.URL, reason, detail)
 	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Detail: detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
 }
 
 // found routes each link of the page to the source whose crawl space holds

@@ -294,8 +294,8 @@ func (c *Crawler) completeIn(lease frontier.Lease, o frontier.Outcome, w *write,
 const reasonRecordFailed = "record_failed"
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), falling
-// back to the backoff for the attempt.
-func (tm timing) retryAfter(v string, attempts int) time.Duration {
+// back to the backoff for the attempt; a date counts from now.
+func (tm timing) retryAfter(v string, attempts int, now time.Time) time.Duration {
 	if v = strings.TrimSpace(v); v != "" {
 		secs, err := strconv.ParseUint(v, 10, 63)
 		switch {
@@ -307,7 +307,7 @@ func (tm timing) retryAfter(v string, attempts int) time.Duration {
 			return tm.retryMax // delay-seconds too long to hold: wait as long as we ever do
 		}
 		if t, err := http.ParseTime(v); err == nil {
-			return min(max(time.Until(t), 0), tm.retryMax)
+			return min(max(t.Sub(now), 0), tm.retryMax)
 		}
 	}
 	return tm.backoff(attempts)

@@ -3,7 +3,6 @@ package provider
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider/fetch"
@@ -60,5 +59,5 @@ func (j *job) renderFailed(e end) {
 	}
 	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
 	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
 }
