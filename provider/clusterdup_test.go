@@ -82,6 +82,8 @@ sources:
 		if held["a"] == 4 && held["b"] == 4 {
 			break
 		}
+		// The partitions move on the store's lease rounds, real time
+		// against Elasticsearch, with no event to wait on.
 		time.Sleep(100 * time.Millisecond)
 	}
 	for i, c := range crawlers {
