@@ -30,7 +30,6 @@ import (
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
-	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Crawler runs crawl cycles over every source of one configuration.
@@ -74,28 +73,15 @@ type Crawler struct {
 	robots    *robots.Cache
 	agent     string // robots.txt product token
 
-	// delays holds robots.txt Crawl-delays learned per host key, read by
-	// the frontier's politeness policy; delayNoted those said in this
-	// cycle, and delayLists, under delayMu, the account of them in the
-	// state store, by source (crawldelay.go).
-	delays     sync.Map
-	delayNoted sync.Map
-	delayMu    sync.Mutex
-	delayLists map[string][]CrawlDelay
-	// robotsRead holds, per host key, when a robots.txt request to the
-	// host ended, until the host's delay after it has been scheduled
-	// (robotsPause): robots.txt is a load from the host like any page.
-	robotsRead sync.Map
+	// polite is what the hosts' robots.txt taught of their politeness
+	// (politeness.go).
+	polite *politeness
 	// signInWarned holds the sign-in failures of this cycle already
 	// logged, by source: one error line per failure, not one per page.
-	signInWarned sync.Map
+	signInWarned lastSaid
 	// sharedSitemaps holds, per start host, the sitemaps its robots.txt
 	// named as this process last kept them in a cluster's state.
-	sharedSitemaps sync.Map
-	// robotsDown holds a robotsOutage per host whose robots.txt cannot be
-	// read; robotsMu orders its updates.
-	robotsDown sync.Map
-	robotsMu   sync.Mutex
+	sharedSitemaps lastSaid
 	// fetchers is the fetch layer of every source, in config order.
 	fetchers fetch.Set
 	// browser renders pages for the sources and crawl rules that ask for
@@ -170,7 +156,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
-		delayLists: map[string][]CrawlDelay{}, unsettled: newUnsettledGroups()}
+		polite: newPoliteness(), unsettled: newUnsettledGroups()}
 	c.clock.Store(new(time.Now))
 	c.report.Store(NewReport(""))
 	var err error
@@ -274,30 +260,6 @@ func (c *Crawler) now() time.Time { return (*c.clock.Load())() }
 
 // reportNow is the report of the cycle running, or of the last one.
 func (c *Crawler) reportNow() *Report { return c.report.Load() }
-
-// policy is the frontier's politeness for a host: the source's limits, and
-// the larger of its delay and the host's robots.txt Crawl-delay, cut to
-// max_crawl_delay (HostDelay), which also allows one request at a time.
-func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
-	src := c.sourceForHost(hostKey)
-	p := src.cfg.Politeness
-	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
-	if *p.ObeyCrawlDelay && *src.cfg.Robots.Obey {
-		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > 0 {
-			// Crawl-delay asks for one request per delay: with two slots
-			// the second request would start while the first still runs.
-			hp.Delay = HostDelay(p, hostKey, src.cfg.Name, d.(time.Duration)).Delay
-			hp.MaxParallel = 1
-		}
-	}
-	return hp
-}
-
-// sourceForHost picks the source whose start URLs are on the host, else the
-// first source: politeness is per host, whichever source the URL came from.
-func (c *Crawler) sourceForHost(hostKey string) *source {
-	return c.sources[c.fetchers.Owner(hostKey).Name()]
-}
 
 // Crawl runs one cycle of every source: writes left pending by an earlier
 // run resent, reject lists reloaded, the crawl space re-applied to known
@@ -410,7 +372,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	for _, src := range c.active(c.order) {
 		// A source that could not sign in last cycle tries once more.
 		src.fetch.ResetAuth()
-		c.signInWarned.Delete(src.cfg.Name)
+		c.signInWarned.forget(src.cfg.Name)
 		c.learnCrawlDelays(ctx, src)
 	}
 	now := c.now()
@@ -712,14 +674,14 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 // robots.txt names, when they changed since this process last kept them.
 func (c *Crawler) shareSitemaps(host string, sitemaps []string) {
 	v := strings.Join(sitemaps, "\n")
-	if last, ok := c.sharedSitemaps.Load(host); ok && last.(string) == v {
+	if last, ok := c.sharedSitemaps.load(host); ok && last == v {
 		return
 	}
 	if err := c.front.PutMeta(metaRobotsSitemaps+host, []byte(v)); err != nil {
 		c.log.Warn("cannot keep the sitemaps robots.txt names for the cluster", "host", host, "err", err)
 		return
 	}
-	c.sharedSitemaps.Store(host, v)
+	c.sharedSitemaps.swap(host, v)
 }
 
 // sitemapsNamed returns the sitemaps the robots.txt of a start host names;
@@ -746,22 +708,6 @@ func (c *Crawler) sitemapsNamed(ctx context.Context, host string) (sitemaps []st
 		return nil, false
 	}
 	return r.Sitemaps(), true
-}
-
-// robotsPause keeps the host from its next lease until its delay has
-// passed since its robots.txt was requested, when it was; it says whether
-// it was. It runs once the Crawl-delay is learnt, so the pause is the
-// longer of the two, and the frontier takes the host's policy with it.
-func (c *Crawler) robotsPause(hostKey string) bool {
-	at, ok := c.robotsRead.LoadAndDelete(hostKey)
-	if !ok {
-		return false
-	}
-	if d := c.policy(hostKey).Delay; d > 0 {
-		c.front.Backoff(hostKey, at.(time.Time).Add(d))
-		return true
-	}
-	return false
 }
 
 // checkpoint re-reads the paused sources and the reject lists; when a
@@ -953,32 +899,6 @@ func (s *listingState) end() {
 	}
 }
 
-// fetchRobots fetches robots.txt through the fetch layer of the source
-// owning the host, noting when the request ended: robots.txt is a load
-// from the host like any page.
-func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
-	host := urlnorm.Origin(robotsURL)
-	status, body, err := c.fetchers.Robots(ctx, robotsURL)
-	if err != nil {
-		c.robotsRead.Store(host, c.now())
-		return 0, nil, err
-	}
-	return status, &robotsBody{ReadCloser: body, done: func() { c.robotsRead.Store(host, c.now()) }}, nil
-}
-
-// robotsBody notes when the robots.txt request ended: when the cache is
-// done reading its body.
-type robotsBody struct {
-	io.ReadCloser
-	done func()
-}
-
-func (b *robotsBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.done()
-	return err
-}
-
 // addMeta turns a crawl rule's add_meta into what mapping takes.
 func addMeta(d rules.Decision) map[string]string {
 	if len(d.Meta) == 0 {
@@ -1003,4 +923,39 @@ func (c *Crawler) extractorFor(src *source, d rules.Decision, mediaType string) 
 		}
 	}
 	return src.extractors.forType(mediaType), src.cfg.Name
+}
+
+// lastSaid holds what was last said (logged, or kept in the state) of
+// each key, to say it again only when it changes.
+type lastSaid struct {
+	mu sync.Mutex
+	of map[string]string
+}
+
+// swap keeps v for k and returns what was kept before, and whether
+// anything was.
+func (l *lastSaid) swap(k, v string) (prev string, seen bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, seen = l.of[k]
+	if l.of == nil {
+		l.of = map[string]string{}
+	}
+	l.of[k] = v
+	return prev, seen
+}
+
+// load is what was kept for k.
+func (l *lastSaid) load(k string) (v string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok = l.of[k]
+	return v, ok
+}
+
+// forget drops what was kept for k.
+func (l *lastSaid) forget(k string) {
+	l.mu.Lock()
+	delete(l.of, k)
+	l.mu.Unlock()
 }

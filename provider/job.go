@@ -265,7 +265,7 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		// URL or two get a turn per retry wait, and once the host has failed
 		// max_temporary_errors times its URLs end the cycle in error together
 		// instead of one by one, waits of up to 30 minutes apart.
-		attempts := max(j.rec.TempErrCount+1, c.robotsFailures(hostKey, unavailable.RetryAt))
+		attempts := max(j.rec.TempErrCount+1, c.polite.robotsFailed(hostKey, unavailable.RetryAt))
 		return end{kind: temporary, reason: "robots_unavailable", detail: robotsCause(unavailable),
 			until: unavailable.RetryAt, attempts: attempts, reach: unreached}, false
 	case err != nil:
@@ -277,9 +277,7 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		return end{kind: temporary, reason: "robots_unavailable", detail: err.Error(),
 			until: c.now().Add(c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
 	}
-	if _, failing := c.robotsDown.Load(hostKey); failing {
-		c.robotsDown.Delete(hostKey)
-	}
+	c.polite.robotsRead(hostKey)
 	// RFC 9309 judges the URL the site wrote, and the URL requested when
 	// the query filter made another of it.
 	for _, u := range []string{j.item.AsFound(), j.request} {
@@ -408,7 +406,7 @@ func (j *job) finish(e end) {
 func (j *job) signInFailed(e end) {
 	c, name, rec := j.c, j.src.cfg.Name, j.rec
 	attempts := rec.TempErrCount + 1
-	if prev, seen := c.signInWarned.Swap(name, e.detail); !seen || prev != e.detail {
+	if prev, seen := c.signInWarned.swap(name, e.detail); !seen || prev != e.detail {
 		c.log.Error("authentication failed: the source's pages wait, their documents kept", "source", name,
 			"reason", e.reason, "err", e.detail)
 	}

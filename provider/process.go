@@ -317,25 +317,3 @@ func (tm timing) backoff(attempts int) time.Duration {
 	// A count read from a damaged record may be anything: clamp it.
 	return min(tm.retryBase<<min(max(attempts, 0), 12), tm.retryMax)
 }
-
-// robotsOutage counts the failed robots.txt fetches of a host since it was
-// last read: each failure comes with a new retry time.
-type robotsOutage struct {
-	retryAt  time.Time
-	failures int
-}
-
-// robotsFailures records that the host's robots.txt is unavailable until
-// retryAt and returns how many fetches have failed in this outage.
-func (c *Crawler) robotsFailures(hostKey string, retryAt time.Time) int {
-	c.robotsMu.Lock()
-	defer c.robotsMu.Unlock()
-	o, _ := c.robotsDown.Load(hostKey)
-	out, _ := o.(robotsOutage)
-	if retryAt.After(out.retryAt) {
-		out.retryAt = retryAt
-		out.failures++
-		c.robotsDown.Store(hostKey, out)
-	}
-	return out.failures
-}
