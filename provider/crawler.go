@@ -105,33 +105,6 @@ type Crawler struct {
 	paused   map[string]Pause
 }
 
-// timing holds how long a crawler waits, for what.
-type timing struct {
-	// Temporary failures back a host off for retryBase << attempts, at
-	// most retryMax.
-	retryBase, retryMax time.Duration
-	// robotsRetry is the first wait before an unreachable robots.txt is
-	// fetched again; zero keeps the robots cache's default.
-	robotsRetry time.Duration
-	// checkpoint is how often a running crawl re-reads the reject lists.
-	checkpoint time.Duration
-	// closeGrace is how long Close lets the sink land the writes it holds
-	// before leaving them pending: a stop must not wait on a stalled node.
-	closeGrace time.Duration
-	// flushWait is how long a cycle whose fetching is done waits for its
-	// writes to land before it ends in error, unpublished, leaving them
-	// pending.
-	flushWait time.Duration
-}
-
-var defaultTiming = timing{
-	retryBase:  2 * time.Second,
-	retryMax:   10 * time.Minute,
-	checkpoint: 30 * time.Second,
-	closeGrace: 10 * time.Second,
-	flushWait:  5 * time.Minute,
-}
-
 // SinkOpener opens the sink documents go to; onResult must receive every
 // outcome the sink reports.
 type SinkOpener func(onResult func(sink.Result)) (sink.Sink, error)

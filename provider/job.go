@@ -356,7 +356,7 @@ func (j *job) finish(e end) {
 		// A source removed from the config: its URLs leave the crawl.
 		o := frontier.Outcome{State: frontier.Excluded, Reason: "source_removed", NoRequest: true}
 		w := unindex(j.rec)
-		j.c.complete(j.lease, o, w)
+		j.c.complete(completion{lease: j.lease, outcome: o, write: w})
 	case excluded:
 		j.exclude(e.reason, e.detail)
 	case failed:
@@ -383,12 +383,12 @@ func (j *job) finish(e end) {
 				o.Content, o.Claim, err = g.ContentOf(j.item.URL)
 			}
 			if err != nil {
-				j.c.complete(j.lease, o, nil)
+				j.c.complete(completion{lease: j.lease, outcome: o})
 				break
 			}
 		}
 		in.content = o.Content
-		j.c.completeIn(j.lease, o, nil, nil, in)
+		j.c.complete(completion{lease: j.lease, outcome: o, in: in})
 	case fetched:
 		j.page(e)
 	case signInFailed:
@@ -414,13 +414,13 @@ func (j *job) signInFailed(e end) {
 		"err", e.detail, "attempts", attempts)
 	if attempts >= j.src.cfg.MaxTemporaryErrors {
 		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
-		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail,
-			NoRequest: e.reach == unreached}, nil)
+		c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail,
+			NoRequest: e.reach == unreached}})
 		return
 	}
 	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
-		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}})
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
@@ -430,7 +430,7 @@ func (j *job) exclude(reason, detail string) {
 	c.log.Debug("excluded", "url", rec.URL, "source", name, "reason", reason, "detail", detail)
 	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
 	w := unindex(rec)
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // failed records a fetch that got no status, for good. Its document is
@@ -447,7 +447,7 @@ func (j *job) failed(e end) {
 		w = unindex(j.rec)
 	}
 	outcome.NoRequest = e.reach == unreached
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // httpError records an error status. A document is deleted on 404 and
@@ -461,7 +461,7 @@ func (j *job) httpError(e end) {
 	if e.status == http.StatusNotFound || e.status == http.StatusGone || j.rec.ErrCount > 0 {
 		w = unindex(j.rec)
 	}
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // temporary queues the URL again after a backoff of its host, until it has
@@ -477,13 +477,13 @@ func (j *job) temporary(e end) {
 		outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Status: e.status, Detail: e.detail,
 			NoRequest: e.reach == unreached}
 		w := unindex(j.rec)
-		c.complete(j.lease, outcome, w)
+		c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 		return
 	}
 	c.log.Debug("temporary failure, retrying later", "url", j.item.URL, "source", name, "reason", e.reason,
 		"status", e.status, "detail", e.detail, "attempts", e.attempts, "retry_at", e.until)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Status: e.status, Detail: e.detail,
-		Backoff: e.until, NoRequest: e.reach == unreached}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Status: e.status, Detail: e.detail,
+		Backoff: e.until, NoRequest: e.reach == unreached}})
 }
 
 // redirected records a 3xx and queues its target as a URL of its own.
@@ -505,7 +505,7 @@ func (j *job) redirected(e end) {
 	c.decided(j.src.cfg.Name, it.URL, "redirect", e.target, e.status)
 	// The URL no longer holds a document of its own.
 	w := unindex(j.rec)
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // page turns a fetched page into links and, unless something says
@@ -551,7 +551,7 @@ func (j *job) page(e end) {
 		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
 		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
 		w := unindex(rec)
-		c.complete(j.lease, outcome, w)
+		c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 		return
 	}
 	noindex := out.Robots.NoIndex && obey && !src.cfg.Robots.IgnoreNoindex
@@ -566,7 +566,7 @@ func (j *job) page(e end) {
 	default:
 		w = j.document(out.Doc, &outcome)
 	}
-	c.completeThen(j.lease, outcome, w, j.unlockGroup)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w, after: j.unlockGroup})
 }
 
 // document is the write of a page that is indexed: its document, unless
@@ -635,12 +635,12 @@ func (j *job) extractorDown(err error) {
 		"err", detail, "attempts", attempts)
 	if attempts >= j.src.cfg.MaxTemporaryErrors {
 		c.reportNow().Failure(name, j.item.URL, reason, detail)
-		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: reason, Detail: detail}, nil)
+		c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Error, Reason: reason, Detail: detail}})
 		return
 	}
 	c.reportNow().Reason(name, j.item.URL, reason, detail)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Detail: detail,
-		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: reason, Detail: detail,
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount))}})
 }
 
 // found routes each link of the page to the source whose crawl space holds
