@@ -751,9 +751,7 @@ func (c *Crawler) queueStart(src *source) error {
 	items := make([]frontier.Item, 0, len(src.cfg.StartURLs))
 	for i, key := range src.rules.StartURLs() {
 		d := src.rules.Decide(key, 0)
-		it := frontier.Item{URL: key, Source: src.cfg.Name, Class: frontier.Start, Shift: d.Priority}
-		it.SetFoundAs(src.rules.StartFound(i))
-		items = append(items, it)
+		items = append(items, queueItem(src.cfg.Name, key, src.rules.StartFound(i), 0, frontier.Start, d.Priority))
 	}
 	_, err := c.front.Add(items...)
 	return err

@@ -492,8 +492,8 @@ func (j *job) redirected(e end) {
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: e.status, Target: e.target, ReadLinks: true}
 	if e.route.Crawl {
 		outcome.Links = []uint64{frontier.LinkKey(e.target)}
-		next := frontier.Item{URL: e.target, Source: e.to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: e.route.Priority, Hops: it.Hops + 1, Via: it.URL}
-		next.SetFoundAs(e.found)
+		next := queueItem(e.to.Name, e.target, e.found, it.Depth, frontier.Redirect, e.route.Priority)
+		next.Hops, next.Via = it.Hops+1, it.URL
 		if _, err := c.front.Add(next); err != nil {
 			c.log.Error("cannot queue redirect target", "url", e.target, "source", j.src.cfg.Name, "err", err)
 		}
@@ -683,8 +683,7 @@ func (j *job) canonical(raw string) string {
 	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
 		return ""
 	}
-	next := frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}
-	next.SetFoundAs(found)
+	next := queueItem(src.cfg.Name, cu, found, it.Depth, frontier.Redirect, d.Priority)
 	if _, err := j.c.front.Add(next); err != nil {
 		j.c.log.Error("cannot queue canonical URL", "url", cu, "source", src.cfg.Name, "err", err)
 	}

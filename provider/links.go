@@ -32,16 +32,23 @@ func (ds *discovered) add(set *rules.Set, from *rules.Source, raw string, depth 
 		ds.refused.add(to, u, found, depth, d)
 		return nil
 	}
-	ds.items = append(ds.items, foundItem(to, u, depth, d))
-	it := &ds.items[len(ds.items)-1]
+	ds.items = append(ds.items, foundItem(to, u, found, depth, d))
+	return &ds.items[len(ds.items)-1]
+}
+
+// queueItem is the item of url for source, written found on the site
+// ("" when it is url), depth links from a start URL, in class at the
+// priority shift. It is the one place a frontier.Item is made.
+func queueItem(source, url, found string, depth int, class frontier.Class, shift int) frontier.Item {
+	it := frontier.Item{URL: url, Source: source, Depth: depth, Class: class, Shift: shift}
 	it.SetFoundAs(found)
 	return it
 }
 
-// foundItem is the queue item of u, found depth links from a start URL,
-// which to's crawl space holds with decision d.
-func foundItem(to *rules.Source, u string, depth int, d rules.Decision) frontier.Item {
-	return frontier.Item{URL: u, Source: to.Name, Depth: depth, Class: classOf(d), Shift: d.Priority}
+// foundItem is the queue item of u, written found, depth links from a
+// start URL, which to's crawl space holds with decision d.
+func foundItem(to *rules.Source, u, found string, depth int, d rules.Decision) frontier.Item {
+	return queueItem(to.Name, u, found, depth, classOf(d), d.Priority)
 }
 
 // reportRefused counts the refused URLs a stored outcome recorded for the
@@ -86,8 +93,7 @@ func (r *refusals) add(to *rules.Source, u, found string, depth int, d rules.Dec
 	if r.byReason == nil {
 		r.byReason, r.rule = map[rules.Reason][]frontier.Item{}, map[rules.Reason]string{}
 	}
-	it := frontier.Item{URL: u, Source: name, Depth: depth}
-	it.SetFoundAs(found)
+	it := queueItem(name, u, found, depth, frontier.Start, 0) // recorded refused: no class nor priority
 	r.byReason[d.Reason] = append(r.byReason[d.Reason], it)
 	r.rule[d.Reason] = d.Rule
 }
