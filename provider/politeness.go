@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"io"
+	"net/url"
 	"sync"
 	"time"
 
@@ -187,4 +188,36 @@ func (b *robotsBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.done()
 	return err
+}
+
+// learnCrawlDelays reads the robots.txt of a source's start hosts before
+// anything of theirs is queued: the frontier takes a host's politeness when
+// it first schedules it, so a Crawl-delay learnt only with the first page
+// would let a second request start alongside the first. With the state
+// shared by a cluster, only the start hosts this process holds are read
+// (another's robots.txt is read by its holder, within the host's
+// politeness), and the sitemaps each names are kept in the state for the
+// process that discovers (sitemapsNamed).
+func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
+	share := c.cluster != nil && *src.cfg.UseSitemaps
+	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay && !share {
+		return
+	}
+	for host := range src.fetch.Hosts() {
+		if c.cluster != nil && !c.cluster.Schedules(host) {
+			continue
+		}
+		hu, err := url.Parse(host + "/")
+		if err != nil {
+			continue
+		}
+		r, err := c.robots.Get(ctx, hu)
+		if err == nil {
+			c.learnCrawlDelay(src.cfg, host, r)
+		}
+		if r != nil && share {
+			c.shareSitemaps(host, r.Sitemaps())
+		}
+		c.robotsPause(host)
+	}
 }

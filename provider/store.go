@@ -59,7 +59,7 @@ func (c *Crawler) CycleBegun() <-chan struct{} {
 	if c.cluster == nil {
 		return nil
 	}
-	ran := c.ran.Load()
+	ran := c.cycles.ran.Load()
 	if ran == 0 {
 		ran = c.cluster.Cycle()
 	}
