@@ -110,28 +110,16 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	}
 	c.cycles.ran.Store(cycle)
 	c.log.Debug("cycle starts", "cycle", cycle, "resumed", resumed)
-	if err := c.rebuildIfNewTarget(); err != nil {
-		return err
-	}
-	if err := c.reapplyIfChanged(); err != nil {
-		return err
-	}
-	if err := c.rereadIfRenderChanged(); err != nil {
-		return err
-	}
-	if err := c.writes.resume(ctx); err != nil {
-		return err
-	}
+	// The cycle's start, in this order; a step that fails ends the cycle.
+	start := []func() error{c.rebuildIfNewTarget, c.reapplyIfChanged, c.rereadIfRenderChanged,
+		func() error { return c.writes.resume(ctx) }}
 	if !resumed {
-		if err := c.recheckHeld(); err != nil {
+		start = append(start, c.recheckHeld)
+	}
+	for _, step := range append(start, c.checkpoint, c.forgetCrawlDelays) {
+		if err := step(); err != nil {
 			return err
 		}
-	}
-	if err := c.checkpoint(); err != nil {
-		return err
-	}
-	if err := c.forgetCrawlDelays(); err != nil {
-		return err
 	}
 	// A paused source fetches nothing: not its robots.txt, not its start
 	// URLs, sitemaps or feeds; its aged checks wait for it to resume.
