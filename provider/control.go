@@ -57,7 +57,7 @@ func (c *Crawler) PauseSource(name, by string) (Pause, error) {
 	if p, ok := c.Paused()[name]; ok {
 		return p, nil
 	}
-	p := Pause{Since: time.Now().UTC(), By: by}
+	p := Pause{Since: c.now().UTC(), By: by}
 	raw, _ := json.Marshal(p)
 	if err := c.front.PutMeta(metaPaused+name, raw); err != nil {
 		return Pause{}, err
@@ -252,9 +252,7 @@ func (c *Crawler) Recrawl(raws []string) ([]URLDecision, error) {
 	var fresh []frontier.Item
 	for i := range js {
 		if j := &js[i]; j.d.Decision == "" && j.rec == nil {
-			it := foundItem(j.to, j.url, 0, j.dec)
-			it.SetFoundAs(j.found)
-			fresh = append(fresh, it)
+			fresh = append(fresh, foundItem(j.to, j.url, j.found, 0, j.dec))
 		}
 	}
 	if len(fresh) > 0 {
@@ -337,7 +335,7 @@ func (c *Crawler) Remove(ctx context.Context, raws []string) ([]URLDecision, err
 			case errors.Is(errs[k], frontier.ErrLeased):
 				continue // asked again below
 			case errors.Is(errs[k], frontier.ErrNotFound):
-				unknown = append(unknown, foundItem(j.to, u, 0, j.dec))
+				unknown = append(unknown, foundItem(j.to, u, "", 0, j.dec))
 				j.d.Decision, j.d.Document = DecisionDeleted, new(false)
 			case errs[k] != nil:
 				return nil, errs[k]

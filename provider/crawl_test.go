@@ -43,7 +43,7 @@ func serveDemoSite(t *testing.T) *httptest.Server {
 // crawl runs one cycle the way `crawlspace crawl` does, closing the crawler after it.
 func crawl(t *testing.T, cfg *config.Config) *provider.Report {
 	t.Helper()
-	c := crawltest.New(t, cfg)
+	c := onTestClock(t, crawltest.New(t, cfg))
 	report, err := c.Crawl(context.Background())
 	if err != nil {
 		t.Fatal(err)

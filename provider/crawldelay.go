@@ -103,25 +103,17 @@ func (c *Crawler) learnCrawlDelay(sc *config.Source, hostKey string, r *robots.R
 	if !*sc.Politeness.ObeyCrawlDelay {
 		return
 	}
-	if d := r.CrawlDelay(c.agent); d > 0 {
-		c.delays.Store(hostKey, d)
+	if d := r.CrawlDelay(c.agent); d > 0 && c.polite.learn(hostKey, d) {
 		c.noteCrawlDelay(hostKey, d)
 	}
 }
 
 // noteCrawlDelay says, the first time in a cycle a host's robots.txt asks
-// for a Crawl-delay d (or asks for another one), what the crawler keeps:
-// an INFO line, a WARN line when politeness.max_crawl_delay cuts it, an
-// entry of the report, and one in the state store for status.
+// for a Crawl-delay d (or asks for another one: politeness.learn), what
+// the crawler keeps: an INFO line, a WARN line when
+// politeness.max_crawl_delay cuts it, an entry of the report, and one in
+// the state store for status.
 func (c *Crawler) noteCrawlDelay(host string, d time.Duration) {
-	if prev, loaded := c.delayNoted.LoadOrStore(host, d); loaded {
-		// Each page's robots.txt check comes here: a value said already
-		// costs one read, and of two goroutines learning a new one only
-		// the one that swaps it in says it.
-		if prev.(time.Duration) == d || !c.delayNoted.CompareAndSwap(host, prev, d) {
-			return
-		}
-	}
 	src := c.sourceForHost(host)
 	cd := HostDelay(src.cfg.Politeness, host, src.cfg.Name, d)
 	if cd.Capped {
@@ -140,9 +132,10 @@ const metaCrawlDelays = "crawl_delays/"
 
 // storeCrawlDelay adds cd to its source's list in the state store.
 func (c *Crawler) storeCrawlDelay(cd CrawlDelay) {
-	c.delayMu.Lock()
-	defer c.delayMu.Unlock()
-	list := c.delayLists[cd.Source]
+	p := c.polite
+	p.listMu.Lock()
+	defer p.listMu.Unlock()
+	list := p.lists[cd.Source]
 	i := slices.IndexFunc(list, func(x CrawlDelay) bool { return x.Host == cd.Host })
 	if i < 0 {
 		list = append(list, cd)
@@ -150,7 +143,7 @@ func (c *Crawler) storeCrawlDelay(cd CrawlDelay) {
 	} else {
 		list[i] = cd
 	}
-	c.delayLists[cd.Source] = list
+	p.lists[cd.Source] = list
 	raw, err := json.Marshal(list)
 	if err == nil {
 		err = c.front.PutMeta(metaCrawlDelays+cd.Source, raw)
@@ -163,10 +156,11 @@ func (c *Crawler) storeCrawlDelay(cd CrawlDelay) {
 // forgetCrawlDelays starts a cycle's account of Crawl-delays afresh: each
 // host is said again, and status shows what this cycle learns.
 func (c *Crawler) forgetCrawlDelays() error {
-	c.delayNoted.Clear()
-	c.delayMu.Lock()
-	defer c.delayMu.Unlock()
-	c.delayLists = map[string][]CrawlDelay{}
+	p := c.polite
+	p.forgetNoted()
+	p.listMu.Lock()
+	defer p.listMu.Unlock()
+	p.lists = map[string][]CrawlDelay{}
 	for _, src := range c.order {
 		old, err := c.front.GetMeta(metaCrawlDelays + src.cfg.Name)
 		if err != nil {

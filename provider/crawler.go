@@ -10,14 +10,9 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +25,6 @@ import (
 	"github.com/crawlspace/crawlspace/robots"
 	"github.com/crawlspace/crawlspace/rules"
 	"github.com/crawlspace/crawlspace/sink"
-	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Crawler runs crawl cycles over every source of one configuration.
@@ -57,14 +51,8 @@ type Crawler struct {
 	readers readers
 	// writes owns the document writes between the store and the sink.
 	writes *writer
-	// report is the current cycle's, replaced when a cycle starts while
-	// the sink's acknowledgements of the last may still arrive and the
-	// status page reads it: it is only ever loaded and stored whole
-	// (reportNow).
-	report atomic.Pointer[Report]
-	// reportMu guards the observer each new report takes.
-	reportMu sync.Mutex
-	observer Observer // set by SetObserver
+	// cycles is what the crawler keeps of its cycles (cycle.go).
+	cycles cycles
 
 	closeOnce sync.Once
 	closeErr  error
@@ -74,28 +62,15 @@ type Crawler struct {
 	robots    *robots.Cache
 	agent     string // robots.txt product token
 
-	// delays holds robots.txt Crawl-delays learned per host key, read by
-	// the frontier's politeness policy; delayNoted those said in this
-	// cycle, and delayLists, under delayMu, the account of them in the
-	// state store, by source (crawldelay.go).
-	delays     sync.Map
-	delayNoted sync.Map
-	delayMu    sync.Mutex
-	delayLists map[string][]CrawlDelay
-	// robotsRead holds, per host key, when a robots.txt request to the
-	// host ended, until the host's delay after it has been scheduled
-	// (robotsPause): robots.txt is a load from the host like any page.
-	robotsRead sync.Map
+	// polite is what the hosts' robots.txt taught of their politeness
+	// (politeness.go).
+	polite *politeness
 	// signInWarned holds the sign-in failures of this cycle already
 	// logged, by source: one error line per failure, not one per page.
-	signInWarned sync.Map
+	signInWarned lastSaid
 	// sharedSitemaps holds, per start host, the sitemaps its robots.txt
 	// named as this process last kept them in a cluster's state.
-	sharedSitemaps sync.Map
-	// robotsDown holds a robotsOutage per host whose robots.txt cannot be
-	// read; robotsMu orders its updates.
-	robotsDown sync.Map
-	robotsMu   sync.Mutex
+	sharedSitemaps lastSaid
 	// fetchers is the fetch layer of every source, in config order.
 	fetchers fetch.Set
 	// browser renders pages for the sources and crawl rules that ask for
@@ -104,41 +79,17 @@ type Crawler struct {
 	// timing holds the crawler's waits; a crawler of its own lets a test
 	// shorten them without slowing or racing another test.
 	timing timing
-	// ran is the cycle last begun or resumed here.
-	ran atomic.Uint64
+	// clock is the crawler's time, which its state store, robots cache,
+	// fetch layers and reports read too (now): time.Now, unless a test
+	// moves it (export_test.go). It is held atomically because the store's
+	// goroutines read it from the store's opening on.
+	clock atomic.Pointer[func() time.Time]
 	// maintain is set on a crawler that crawls nothing (NewMaintenance).
 	maintain bool
 	// paused are the paused sources as last read from the store
 	// (control.go).
 	pausedMu sync.Mutex
 	paused   map[string]Pause
-}
-
-// timing holds how long a crawler waits, for what.
-type timing struct {
-	// Temporary failures back a host off for retryBase << attempts, at
-	// most retryMax.
-	retryBase, retryMax time.Duration
-	// robotsRetry is the first wait before an unreachable robots.txt is
-	// fetched again; zero keeps the robots cache's default.
-	robotsRetry time.Duration
-	// checkpoint is how often a running crawl re-reads the reject lists.
-	checkpoint time.Duration
-	// closeGrace is how long Close lets the sink land the writes it holds
-	// before leaving them pending: a stop must not wait on a stalled node.
-	closeGrace time.Duration
-	// flushWait is how long a cycle whose fetching is done waits for its
-	// writes to land before it ends in error, unpublished, leaving them
-	// pending.
-	flushWait time.Duration
-}
-
-var defaultTiming = timing{
-	retryBase:  2 * time.Second,
-	retryMax:   10 * time.Minute,
-	checkpoint: 30 * time.Second,
-	closeGrace: 10 * time.Second,
-	flushWait:  5 * time.Minute,
 }
 
 // SinkOpener opens the sink documents go to; onResult must receive every
@@ -165,8 +116,9 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
-		delayLists: map[string][]CrawlDelay{}, unsettled: newUnsettledGroups()}
-	c.report.Store(NewReport(""))
+		polite: newPoliteness(), unsettled: newUnsettledGroups()}
+	c.clock.Store(new(time.Now))
+	c.cycles.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
 		return nil, err
@@ -236,7 +188,7 @@ func (c *Crawler) warnings(report *Report) {
 // newRobots is the crawler's robots.txt cache, fetching through the
 // sources' fetch layers.
 func (c *Crawler) newRobots() *robots.Cache {
-	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry})
+	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry, Now: c.now})
 }
 
 // Close flushes and closes the sink, within closeGrace, and closes the
@@ -261,202 +213,13 @@ func (c *Crawler) Close() error {
 // Frontier gives read access to the state store, for status and tests.
 func (c *Crawler) Frontier() *frontier.Frontier { return c.bolt }
 
+// now is the time by the crawler's clock. Waits of a duration (tickers,
+// timeouts) are not on it: they run on real time, which a test moves
+// with testing/synctest.
+func (c *Crawler) now() time.Time { return (*c.clock.Load())() }
+
 // reportNow is the report of the cycle running, or of the last one.
-func (c *Crawler) reportNow() *Report { return c.report.Load() }
-
-// policy is the frontier's politeness for a host: the source's limits, and
-// the larger of its delay and the host's robots.txt Crawl-delay, cut to
-// max_crawl_delay (HostDelay), which also allows one request at a time.
-func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
-	src := c.sourceForHost(hostKey)
-	p := src.cfg.Politeness
-	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
-	if *p.ObeyCrawlDelay && *src.cfg.Robots.Obey {
-		if d, ok := c.delays.Load(hostKey); ok && d.(time.Duration) > 0 {
-			// Crawl-delay asks for one request per delay: with two slots
-			// the second request would start while the first still runs.
-			hp.Delay = HostDelay(p, hostKey, src.cfg.Name, d.(time.Duration)).Delay
-			hp.MaxParallel = 1
-		}
-	}
-	return hp
-}
-
-// sourceForHost picks the source whose start URLs are on the host, else the
-// first source: politeness is per host, whichever source the URL came from.
-func (c *Crawler) sourceForHost(hostKey string) *source {
-	return c.sources[c.fetchers.Owner(hostKey).Name()]
-}
-
-// Crawl runs one cycle of every source: writes left pending by an earlier
-// run resent, reject lists reloaded, the crawl space re-applied to known
-// URLs when the configuration changed, start URLs, sitemaps and feeds
-// queued, aged checks that are due queued, then every queued URL fetched
-// until nothing is waiting. A cycle that was interrupted resumes from the
-// state store. When the cycle completes, its writes are published (for
-// Elasticsearch: the alias moves to the physical index written).
-func (c *Crawler) Crawl(ctx context.Context) (*Report, error) {
-	return c.crawl(ctx, c.order)
-}
-
-// CrawlDue runs one cycle in which only the sources whose
-// discovery_interval has passed since their last discovery revisit their
-// start URLs, sitemaps and feeds; the aged checks that are due run for every
-// source. It returns when the next source's discovery is due.
-func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Time, error) {
-	if _, err := c.applyPaused(); err != nil {
-		return nil, now, err
-	}
-	var due []*source
-	next := time.Time{}
-	// A paused source's discovery waits for it to resume, and does not
-	// make the service wake for it.
-	for _, src := range c.active(c.order) {
-		at, err := NextDiscovery(c.front, src.cfg)
-		if err != nil {
-			return nil, now, err
-		}
-		if !at.After(now) {
-			due = append(due, src)
-			at = now.Add(src.cfg.DiscoveryInterval.D())
-		}
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	report, err := c.crawl(ctx, due)
-	return report, next, err
-}
-
-func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
-	report := NewReport(c.sink.Target())
-	c.reportMu.Lock()
-	report.obs = c.observer
-	c.report.Store(report)
-	c.reportMu.Unlock()
-	c.writes.begin(ctx)
-	if _, err := c.applyPaused(); err != nil {
-		report.Finish(err)
-		return report, err
-	}
-	c.warnings(report)
-	if c.cluster != nil {
-		// An attempt its store failed (the state's cluster unreachable past
-		// its retries) is followed by another: this one.
-		c.cluster.Recover()
-	}
-	c.announceHeld(report)
-	err := c.cycle(ctx, discover)
-	// Searches see the cycle only once every write of it has landed; a
-	// stop or an outage that outlasts flushWait ends it unpublished, its
-	// writes pending for the next one.
-	// The cycle's writes are recorded before it counts as done.
-	flushCtx, cancel := context.WithTimeout(ctx, c.timing.flushWait)
-	defer cancel()
-	if ferr := c.writes.settle(flushCtx); ferr != nil && err == nil {
-		err = fmt.Errorf("sink: %w; the index is not published", ferr)
-	}
-	if err == nil {
-		err = c.publish(ctx)
-	}
-	report.Finish(err)
-	return report, err
-}
-
-func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
-	cycle, resumed, err := c.beginOrResume()
-	if err != nil {
-		return err
-	}
-	c.ran.Store(cycle)
-	c.log.Debug("cycle starts", "cycle", cycle, "resumed", resumed)
-	if err := c.rebuildIfNewTarget(); err != nil {
-		return err
-	}
-	if err := c.reapplyIfChanged(); err != nil {
-		return err
-	}
-	if err := c.rereadIfRenderChanged(); err != nil {
-		return err
-	}
-	if err := c.writes.resume(ctx); err != nil {
-		return err
-	}
-	if !resumed {
-		if err := c.recheckHeld(); err != nil {
-			return err
-		}
-	}
-	if err := c.checkpoint(); err != nil {
-		return err
-	}
-	if err := c.forgetCrawlDelays(); err != nil {
-		return err
-	}
-	// A paused source fetches nothing: not its robots.txt, not its start
-	// URLs, sitemaps or feeds; its aged checks wait for it to resume.
-	discover = c.active(discover)
-	for _, src := range c.active(c.order) {
-		// A source that could not sign in last cycle tries once more.
-		src.fetch.ResetAuth()
-		c.signInWarned.Delete(src.cfg.Name)
-		c.learnCrawlDelays(ctx, src)
-	}
-	now := time.Now()
-	for _, src := range c.active(c.order) {
-		if src.cfg.MaxAge > 0 {
-			if _, err := c.front.RequeueDue(src.cfg.Name, now.Add(-src.cfg.MaxAge.D())); err != nil {
-				return err
-			}
-		}
-	}
-	for _, src := range discover {
-		if err := c.queueStart(src); err != nil {
-			return err
-		}
-	}
-	// The start URLs are fetched while the sitemaps and feeds are read:
-	// however many files those are, they keep no start URL waiting.
-	list := func(ctx context.Context, queued func()) error {
-		for _, src := range discover {
-			c.discoverListed(ctx, src, queued)
-			stamp, _ := now.MarshalText()
-			if err := c.front.PutMeta(metaDiscovered+src.cfg.Name, stamp); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := c.work(ctx, list); err != nil {
-		return err
-	}
-	c.rewriteGroups(ctx, true)
-	if err := c.orphans(ctx, discover); err != nil {
-		return err
-	}
-	if err := c.judgeDeletes(ctx); err != nil {
-		return err
-	}
-	return c.front.PutMeta(metaCycleDone, strconv.AppendUint(nil, cycle, 10))
-}
-
-// beginOrResume starts a new cycle, unless the last one ended before
-// everything it queued was fetched (a kill, a stop): that one is resumed,
-// since a new cycle would queue the start URLs again and fetch pages the
-// interrupted one had already done.
-func (c *Crawler) beginOrResume() (cycle uint64, resumed bool, err error) {
-	if cur := c.front.Cycle(); cur > 0 {
-		done, err := c.front.GetMeta(metaCycleDone)
-		if err != nil {
-			return 0, false, err
-		}
-		if string(done) != strconv.FormatUint(cur, 10) {
-			return cur, true, nil
-		}
-	}
-	cycle, err = c.front.BeginCycle()
-	return cycle, false, err
-}
+func (c *Crawler) reportNow() *Report { return c.cycles.report.Load() }
 
 // Meta keys of the state store.
 const (
@@ -471,124 +234,6 @@ const (
 	// read it (a cluster; see sitemapsNamed)
 	metaRobotsSitemaps = "robots_sitemaps/"
 )
-
-// rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new
-// physical index (a changed mapping version or extra fields) or another
-// sink. Every URL holding a document is queued to be fetched and written
-// again; the new target is published only when that cycle completes, so
-// searches never see a half-built index.
-func (c *Crawler) rebuildIfNewTarget() error {
-	last, building, err := Targets(c.front)
-	if err != nil {
-		return err
-	}
-	target := c.sink.Target()
-	if last == target {
-		return nil
-	}
-	if building == target {
-		// This rebuild was started by a run that did not finish it: what
-		// it queued is still queued, and what it wrote is written.
-		if last != "" {
-			c.reportNow().Warn(fmt.Sprintf("rebuilding %s (started by an earlier run); searches see %s until it is done", target, last))
-		}
-		return nil
-	}
-	n, err := c.front.RequeueIndexed()
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		c.log.Info("documents go to a new target: rebuilding it from the known URLs", "target", target, "previous", last, "urls", n)
-		// Said in the report too: with embeddings every passage whose text
-		// or model changed is embedded again, which a user pays for.
-		c.reportNow().Warn(fmt.Sprintf("rebuilding %s: its %d documents are written again (and their passages embedded again where their text or model changed); searches see %s until it is done", target, n, last))
-	}
-	return c.front.PutMeta(metaBuilding, []byte(target))
-}
-
-// Targets reads from a state store the sink target last published and the
-// one whose rebuild was started ("" for none).
-func Targets(front frontier.Meta) (published, building string, err error) {
-	p, err := front.GetMeta(metaTarget)
-	if err != nil {
-		return "", "", err
-	}
-	b, err := front.GetMeta(metaBuilding)
-	return string(p), string(b), err
-}
-
-// reapplyIfChanged re-decides every known URL when a source's effective
-// configuration changed since it was last applied: documents that no
-// longer belong are deleted, newly allowed URLs are queued.
-func (c *Crawler) reapplyIfChanged() error {
-	changed := false
-	for _, src := range c.order {
-		old, err := c.front.GetMeta(metaFingerprint + src.cfg.Name)
-		if err != nil {
-			return err
-		}
-		if string(old) != config.Fingerprint(src.cfg) {
-			changed = changed || old != nil
-		}
-	}
-	if changed {
-		if err := c.Reapply(); err != nil {
-			return err
-		}
-	}
-	for _, src := range c.order {
-		if err := c.front.PutMeta(metaFingerprint+src.cfg.Name, []byte(config.Fingerprint(src.cfg))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rereadIfRenderChanged queues again, to be read whole and written whatever
-// they hold, the indexed pages of a source whose rendering changed since it
-// was last applied. The aged check alone would not do: a single-page app's
-// shell seldom changes, so its 304 would keep the empty shell indexed after
-// rendering was turned on, or the rendered DOM after it was turned off.
-// When the source rendered nothing before, only the pages it now renders
-// are read again; otherwise every indexed page of the source, since which
-// ones were rendered is not recorded. Pages are rendered as they are read,
-// so the cost is one reading of those pages, once.
-func (c *Crawler) rereadIfRenderChanged() error {
-	for _, src := range c.order {
-		key := metaRender + src.cfg.Name
-		old, err := c.front.GetMeta(key)
-		if err != nil {
-			return err
-		}
-		now := config.RenderFingerprint(src.cfg)
-		if string(old) == now {
-			continue
-		}
-		var urls []string
-		err = frontier.ForEach(c.front, frontier.Query{Source: src.cfg.Name}, func(r frontier.Record) error {
-			if r.State == frontier.Fetched && r.Indexed && (len(old) > 0 || src.rules.Render(r.URL) != nil) {
-				urls = append(urls, r.URL)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for batch := range slices.Chunk(urls, 4096) {
-			if err := c.front.Refetch(batch); err != nil {
-				return err
-			}
-		}
-		if len(urls) > 0 {
-			c.log.Info("rendering changed: indexed pages are read again", "source", src.cfg.Name, "urls", len(urls))
-		}
-		if err := c.front.PutMeta(key, []byte(now)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // Reapply re-decides every known URL against the current crawl space; the
 // deletions it decides are sent by the writer's resume.
@@ -657,102 +302,6 @@ func (c *Crawler) reapplyVerdict(r *frontier.Record) frontier.Verdict {
 // again whatever it holds (crawlspace reindex).
 func (c *Crawler) Rewrite() (int, error) { return c.front.RequeueIndexed() }
 
-// publish makes the cycle's writes visible and records the target published.
-func (c *Crawler) publish(ctx context.Context) error {
-	if err := c.sink.Publish(ctx); err != nil {
-		return fmt.Errorf("sink: %w", err)
-	}
-	return c.front.PutMeta(metaTarget, []byte(c.sink.Target()))
-}
-
-// learnCrawlDelays reads the robots.txt of a source's start hosts before
-// anything of theirs is queued: the frontier takes a host's politeness when
-// it first schedules it, so a Crawl-delay learnt only with the first page
-// would let a second request start alongside the first. With the state
-// shared by a cluster, only the start hosts this process holds are read
-// (another's robots.txt is read by its holder, within the host's
-// politeness), and the sitemaps each names are kept in the state for the
-// process that discovers (sitemapsNamed).
-func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
-	share := c.cluster != nil && *src.cfg.UseSitemaps
-	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay && !share {
-		return
-	}
-	for host := range src.fetch.Hosts() {
-		if c.cluster != nil && !c.cluster.Schedules(host) {
-			continue
-		}
-		hu, err := url.Parse(host + "/")
-		if err != nil {
-			continue
-		}
-		r, err := c.robots.Get(ctx, hu)
-		if err == nil {
-			c.learnCrawlDelay(src.cfg, host, r)
-		}
-		if r != nil && share {
-			c.shareSitemaps(host, r.Sitemaps())
-		}
-		c.robotsPause(host)
-	}
-}
-
-// shareSitemaps keeps in the shared state the sitemaps a start host's
-// robots.txt names, when they changed since this process last kept them.
-func (c *Crawler) shareSitemaps(host string, sitemaps []string) {
-	v := strings.Join(sitemaps, "\n")
-	if last, ok := c.sharedSitemaps.Load(host); ok && last.(string) == v {
-		return
-	}
-	if err := c.front.PutMeta(metaRobotsSitemaps+host, []byte(v)); err != nil {
-		c.log.Warn("cannot keep the sitemaps robots.txt names for the cluster", "host", host, "err", err)
-		return
-	}
-	c.sharedSitemaps.Store(host, v)
-}
-
-// sitemapsNamed returns the sitemaps the robots.txt of a start host names;
-// ok is false when they are not known. With the state shared by a cluster,
-// a host another process holds is not asked: its holder's last reading is
-// taken from the state, unknown until the holder has made one.
-func (c *Crawler) sitemapsNamed(ctx context.Context, host string) (sitemaps []string, ok bool) {
-	if c.cluster != nil && !c.cluster.Schedules(host) {
-		v, err := c.front.GetMeta(metaRobotsSitemaps + host)
-		if err != nil || v == nil {
-			return nil, false
-		}
-		if len(v) == 0 {
-			return nil, true
-		}
-		return strings.Split(string(v), "\n"), true
-	}
-	hu, err := url.Parse(host + "/")
-	if err != nil {
-		return nil, false
-	}
-	r, err := c.robots.Get(ctx, hu)
-	if err != nil {
-		return nil, false
-	}
-	return r.Sitemaps(), true
-}
-
-// robotsPause keeps the host from its next lease until its delay has
-// passed since its robots.txt was requested, when it was; it says whether
-// it was. It runs once the Crawl-delay is learnt, so the pause is the
-// longer of the two, and the frontier takes the host's policy with it.
-func (c *Crawler) robotsPause(hostKey string) bool {
-	at, ok := c.robotsRead.LoadAndDelete(hostKey)
-	if !ok {
-		return false
-	}
-	if d := c.policy(hostKey).Delay; d > 0 {
-		c.front.Backoff(hostKey, at.(time.Time).Add(d))
-		return true
-	}
-	return false
-}
-
 // checkpoint re-reads the paused sources and the reject lists; when a
 // list changed, queued URLs that now fall outside the crawl space are
 // dropped with their reason.
@@ -773,7 +322,7 @@ func (c *Crawler) checkpoint() error {
 	type refusal struct{ source, reason, rule string }
 	seen := map[string]refusal{}
 	var drops []frontier.Verdict
-	start := time.Now()
+	start := c.now()
 	err = frontier.ForEach(c.front, frontier.Query{States: []frontier.State{frontier.Waiting}}, func(r frontier.Record) error {
 		src := c.sources[r.Source]
 		if src == nil || r.Indexed || r.Pending != "" {
@@ -817,157 +366,6 @@ func (c *Crawler) checkpoint() error {
 	return err
 }
 
-func (c *Crawler) queueStart(src *source) error {
-	items := make([]frontier.Item, 0, len(src.cfg.StartURLs))
-	for i, key := range src.rules.StartURLs() {
-		d := src.rules.Decide(key, 0)
-		it := frontier.Item{URL: key, Source: src.cfg.Name, Class: frontier.Start, Shift: d.Priority}
-		it.SetFoundAs(src.rules.StartFound(i))
-		items = append(items, it)
-	}
-	_, err := c.front.Add(items...)
-	return err
-}
-
-// work runs the worker pool until the cycle is done or ctx ends, with list
-// reading the sitemaps and feeds beside it: the cycle is done only when
-// list has returned and nothing is waiting or in flight. list calls queued
-// after it queued URLs, so that workers idle for want of URLs look again.
-func (c *Crawler) work(ctx context.Context, list func(ctx context.Context, queued func()) error) error {
-	workers := max(c.cfg.Fetch.Concurrency, 1)
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, workers+1)
-	more := newListingState()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		err := list(ctx, more.poke)
-		more.end()
-		if err != nil {
-			errs <- err
-			cancel()
-		}
-	})
-	for range workers {
-		wg.Go(func() {
-			for {
-				wake := more.wait()
-				lease, err := c.front.Next(ctx)
-				if errors.Is(err, frontier.ErrDone) && wake != nil {
-					// Nothing is waiting, but the sitemaps may list more.
-					select {
-					case <-wake:
-						continue
-					case <-ctx.Done():
-						return
-					}
-				}
-				if err != nil {
-					if !errors.Is(err, frontier.ErrDone) {
-						errs <- err
-					}
-					cancel()
-					return
-				}
-				c.process(ctx, lease)
-			}
-		})
-	}
-	wg.Go(func() {
-		t := time.NewTicker(c.timing.checkpoint)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := c.checkpoint(); err != nil {
-					c.log.Warn("checkpoint failed", "err", err)
-				}
-			case <-c.unsettled.full:
-				c.rewriteGroups(ctx, false)
-			}
-		}
-	})
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if !errors.Is(err, context.Canceled) {
-			return err
-		}
-	}
-	return parent.Err()
-}
-
-// listNothing is work's list when no sitemap is to be read.
-func listNothing(context.Context, func()) error { return nil }
-
-// listingState tells the workers idle for want of URLs when the sitemaps
-// being read queued more, or are all read.
-type listingState struct {
-	mu    sync.Mutex
-	ch    chan struct{} // closed by the next poke or end
-	ended bool
-}
-
-func newListingState() *listingState { return &listingState{ch: make(chan struct{})} }
-
-// wait is a channel closed when URLs are queued or the reading ends; nil
-// once it has ended. Taken before Next, it misses nothing queued after.
-func (s *listingState) wait() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		return nil
-	}
-	return s.ch
-}
-
-func (s *listingState) poke() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ended {
-		close(s.ch)
-		s.ch = make(chan struct{})
-	}
-}
-
-func (s *listingState) end() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ended {
-		s.ended = true
-		close(s.ch)
-	}
-}
-
-// fetchRobots fetches robots.txt through the fetch layer of the source
-// owning the host, noting when the request ended: robots.txt is a load
-// from the host like any page.
-func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
-	host := urlnorm.Origin(robotsURL)
-	status, body, err := c.fetchers.Robots(ctx, robotsURL)
-	if err != nil {
-		c.robotsRead.Store(host, time.Now())
-		return 0, nil, err
-	}
-	return status, &robotsBody{ReadCloser: body, done: func() { c.robotsRead.Store(host, time.Now()) }}, nil
-}
-
-// robotsBody notes when the robots.txt request ended: when the cache is
-// done reading its body.
-type robotsBody struct {
-	io.ReadCloser
-	done func()
-}
-
-func (b *robotsBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.done()
-	return err
-}
-
 // addMeta turns a crawl rule's add_meta into what mapping takes.
 func addMeta(d rules.Decision) map[string]string {
 	if len(d.Meta) == 0 {
@@ -992,4 +390,39 @@ func (c *Crawler) extractorFor(src *source, d rules.Decision, mediaType string) 
 		}
 	}
 	return src.extractors.forType(mediaType), src.cfg.Name
+}
+
+// lastSaid holds what was last said (logged, or kept in the state) of
+// each key, to say it again only when it changes.
+type lastSaid struct {
+	mu sync.Mutex
+	of map[string]string
+}
+
+// swap keeps v for k and returns what was kept before, and whether
+// anything was.
+func (l *lastSaid) swap(k, v string) (prev string, seen bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, seen = l.of[k]
+	if l.of == nil {
+		l.of = map[string]string{}
+	}
+	l.of[k] = v
+	return prev, seen
+}
+
+// load is what was kept for k.
+func (l *lastSaid) load(k string) (v string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok = l.of[k]
+	return v, ok
+}
+
+// forget drops what was kept for k.
+func (l *lastSaid) forget(k string) {
+	l.mu.Lock()
+	delete(l.of, k)
+	l.mu.Unlock()
 }

@@ -157,7 +157,7 @@ func (c *Crawler) judgeSource(ctx context.Context, src *source, held []frontier.
 		return c.clearHeld(name)
 	}
 	h := &HeldDeletes{Count: len(held), Documents: docs, Percent: hd.Percent, MinCount: hd.MinCount,
-		Cycle: c.front.Cycle(), Since: time.Now().UTC(), Example: held[0].URL}
+		Cycle: c.front.Cycle(), Since: c.now().UTC(), Example: held[0].URL}
 	if last, err := ReadHeldDeletes(c.front, name); err == nil && last != nil {
 		h.Since = last.Since
 	}

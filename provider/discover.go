@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
@@ -365,4 +366,44 @@ func (l *listing) bodyLimit() int64 {
 		maxBytes++
 	}
 	return maxBytes
+}
+
+// shareSitemaps keeps in the shared state the sitemaps a start host's
+// robots.txt names, when they changed since this process last kept them.
+func (c *Crawler) shareSitemaps(host string, sitemaps []string) {
+	v := strings.Join(sitemaps, "\n")
+	if last, ok := c.sharedSitemaps.load(host); ok && last == v {
+		return
+	}
+	if err := c.front.PutMeta(metaRobotsSitemaps+host, []byte(v)); err != nil {
+		c.log.Warn("cannot keep the sitemaps robots.txt names for the cluster", "host", host, "err", err)
+		return
+	}
+	c.sharedSitemaps.swap(host, v)
+}
+
+// sitemapsNamed returns the sitemaps the robots.txt of a start host names;
+// ok is false when they are not known. With the state shared by a cluster,
+// a host another process holds is not asked: its holder's last reading is
+// taken from the state, unknown until the holder has made one.
+func (c *Crawler) sitemapsNamed(ctx context.Context, host string) (sitemaps []string, ok bool) {
+	if c.cluster != nil && !c.cluster.Schedules(host) {
+		v, err := c.front.GetMeta(metaRobotsSitemaps + host)
+		if err != nil || v == nil {
+			return nil, false
+		}
+		if len(v) == 0 {
+			return nil, true
+		}
+		return strings.Split(string(v), "\n"), true
+	}
+	hu, err := url.Parse(host + "/")
+	if err != nil {
+		return nil, false
+	}
+	r, err := c.robots.Get(ctx, hu)
+	if err != nil {
+		return nil, false
+	}
+	return r.Sitemaps(), true
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
@@ -39,7 +38,7 @@ func duplicatesThroughChanges(t *testing.T, global string) {
 	}
 	crawlAgain := func() {
 		t.Helper()
-		time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
+		letMaxAgePass(t)
 		crawl(t, crawltest.Config(t, global+syncConfig(esURL, index, state, site.URL+"/", "")))
 	}
 	expect := func(step string, want map[string][]string) {
@@ -90,7 +89,7 @@ func duplicatesThroughChanges(t *testing.T, global string) {
 	site.set("/copy-of-a.html", "Policy", same)
 	crawlAgain()
 	expect("after a copy came back", map[string][]string{"/": nil, "/b.html": {"/mirror/a.html", "/copy-of-a.html"}})
-	time.Sleep(5 * time.Millisecond)
+	letMaxAgePass(t)
 	report := crawl(t, crawltest.Config(t, global+syncConfig(esURL, index, state, site.URL+"/", "")))
 	if k := report.Total; k.Created+k.Updated+k.Deleted != 0 {
 		t.Errorf("an unchanged site with duplicates cost writes: %+v", k)

@@ -59,3 +59,8 @@ func FormatTypes() []string {
 	}
 	return types
 }
+
+// SetClock makes now c's clock: its state store, robots cache, fetch
+// layers and reports read the time from it. Call it before c's first
+// Crawl.
+func SetClock(c *Crawler, now func() time.Time) { c.clock.Store(&now) }

@@ -152,7 +152,7 @@ func (j *job) run(ctx context.Context) end {
 	}
 
 	hdr, conditional := j.conditional()
-	start := time.Now().UTC()
+	start := j.c.now().UTC()
 	res := j.src.fetch.Page(ctx, j.request, hdr)
 	// A page read whole before the fence was done is kept: its outcome
 	// ends the lease, so the next holder does not fetch it again.
@@ -168,7 +168,7 @@ func (j *job) run(ctx context.Context) end {
 	if res.Err != nil {
 		return j.failure(res.Err)
 	}
-	j.c.fetchedPage(j.lease, j.src.cfg.Name, res, time.Since(start))
+	j.c.fetchedPage(j.lease, j.src.cfg.Name, res, j.c.now().Sub(start))
 	switch st := res.Status; {
 	case st == http.StatusNotModified:
 		if !conditional {
@@ -265,7 +265,7 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		// URL or two get a turn per retry wait, and once the host has failed
 		// max_temporary_errors times its URLs end the cycle in error together
 		// instead of one by one, waits of up to 30 minutes apart.
-		attempts := max(j.rec.TempErrCount+1, c.robotsFailures(hostKey, unavailable.RetryAt))
+		attempts := max(j.rec.TempErrCount+1, c.polite.robotsFailed(hostKey, unavailable.RetryAt))
 		return end{kind: temporary, reason: "robots_unavailable", detail: robotsCause(unavailable),
 			until: unavailable.RetryAt, attempts: attempts, reach: unreached}, false
 	case err != nil:
@@ -275,11 +275,9 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 		// Nothing else is expected here, but a URL given straight back
 		// would be leased again at once: it waits its backoff instead.
 		return end{kind: temporary, reason: "robots_unavailable", detail: err.Error(),
-			until: time.Now().Add(c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
+			until: c.now().Add(c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1, reach: unreached}, false
 	}
-	if _, failing := c.robotsDown.Load(hostKey); failing {
-		c.robotsDown.Delete(hostKey)
-	}
+	c.polite.robotsRead(hostKey)
 	// RFC 9309 judges the URL the site wrote, and the URL requested when
 	// the query filter made another of it.
 	for _, u := range []string{j.item.AsFound(), j.request} {
@@ -299,7 +297,7 @@ func (j *job) failure(err error) end {
 	reason, temp := fetch.Classify(err)
 	if temp {
 		return end{kind: temporary, reason: reason, detail: errCause(err),
-			until: time.Now().Add(j.c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+			until: j.c.now().Add(j.c.timing.backoff(j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
 	}
 	e := end{kind: failed, reason: reason, detail: errCause(err)}
 	if addrErr := (*fetch.AddressError)(nil); errors.As(err, &addrErr) {
@@ -321,8 +319,9 @@ func (j *job) statusError(res *fetch.Response, reason string) end {
 		if ra := h.Get("Retry-After"); ra != "" {
 			cause += ", Retry-After: " + ra
 		}
+		now := j.c.now()
 		return end{kind: temporary, reason: reason, status: status, detail: cause,
-			until: time.Now().Add(j.c.timing.retryAfter(h.Get("Retry-After"), j.rec.TempErrCount)), attempts: j.rec.TempErrCount + 1}
+			until: now.Add(j.c.timing.retryAfter(h.Get("Retry-After"), j.rec.TempErrCount, now)), attempts: j.rec.TempErrCount + 1}
 	}
 	return end{kind: httpError, reason: reason, status: status}
 }
@@ -357,7 +356,7 @@ func (j *job) finish(e end) {
 		// A source removed from the config: its URLs leave the crawl.
 		o := frontier.Outcome{State: frontier.Excluded, Reason: "source_removed", NoRequest: true}
 		w := unindex(j.rec)
-		j.c.complete(j.lease, o, w)
+		j.c.complete(completion{lease: j.lease, outcome: o, write: w})
 	case excluded:
 		j.exclude(e.reason, e.detail)
 	case failed:
@@ -384,12 +383,12 @@ func (j *job) finish(e end) {
 				o.Content, o.Claim, err = g.ContentOf(j.item.URL)
 			}
 			if err != nil {
-				j.c.complete(j.lease, o, nil)
+				j.c.complete(completion{lease: j.lease, outcome: o})
 				break
 			}
 		}
 		in.content = o.Content
-		j.c.completeIn(j.lease, o, nil, nil, in)
+		j.c.complete(completion{lease: j.lease, outcome: o, in: in})
 	case fetched:
 		j.page(e)
 	case signInFailed:
@@ -407,7 +406,7 @@ func (j *job) finish(e end) {
 func (j *job) signInFailed(e end) {
 	c, name, rec := j.c, j.src.cfg.Name, j.rec
 	attempts := rec.TempErrCount + 1
-	if prev, seen := c.signInWarned.Swap(name, e.detail); !seen || prev != e.detail {
+	if prev, seen := c.signInWarned.swap(name, e.detail); !seen || prev != e.detail {
 		c.log.Error("authentication failed: the source's pages wait, their documents kept", "source", name,
 			"reason", e.reason, "err", e.detail)
 	}
@@ -415,13 +414,13 @@ func (j *job) signInFailed(e end) {
 		"err", e.detail, "attempts", attempts)
 	if attempts >= j.src.cfg.MaxTemporaryErrors {
 		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
-		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail,
-			NoRequest: e.reach == unreached}, nil)
+		c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail,
+			NoRequest: e.reach == unreached}})
 		return
 	}
 	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount)), NoRequest: e.reach == unreached}})
 }
 
 // exclude records a URL the crawl space, robots.txt or its response keep out.
@@ -431,7 +430,7 @@ func (j *job) exclude(reason, detail string) {
 	c.log.Debug("excluded", "url", rec.URL, "source", name, "reason", reason, "detail", detail)
 	outcome := frontier.Outcome{State: frontier.Excluded, Reason: reason, Detail: detail}
 	w := unindex(rec)
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // failed records a fetch that got no status, for good. Its document is
@@ -448,7 +447,7 @@ func (j *job) failed(e end) {
 		w = unindex(j.rec)
 	}
 	outcome.NoRequest = e.reach == unreached
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // httpError records an error status. A document is deleted on 404 and
@@ -462,7 +461,7 @@ func (j *job) httpError(e end) {
 	if e.status == http.StatusNotFound || e.status == http.StatusGone || j.rec.ErrCount > 0 {
 		w = unindex(j.rec)
 	}
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // temporary queues the URL again after a backoff of its host, until it has
@@ -478,13 +477,13 @@ func (j *job) temporary(e end) {
 		outcome := frontier.Outcome{State: frontier.Error, Reason: e.reason, Status: e.status, Detail: e.detail,
 			NoRequest: e.reach == unreached}
 		w := unindex(j.rec)
-		c.complete(j.lease, outcome, w)
+		c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 		return
 	}
 	c.log.Debug("temporary failure, retrying later", "url", j.item.URL, "source", name, "reason", e.reason,
 		"status", e.status, "detail", e.detail, "attempts", e.attempts, "retry_at", e.until)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Status: e.status, Detail: e.detail,
-		Backoff: e.until, NoRequest: e.reach == unreached}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Status: e.status, Detail: e.detail,
+		Backoff: e.until, NoRequest: e.reach == unreached}})
 }
 
 // redirected records a 3xx and queues its target as a URL of its own.
@@ -493,8 +492,8 @@ func (j *job) redirected(e end) {
 	outcome := frontier.Outcome{State: frontier.Fetched, Status: e.status, Target: e.target, ReadLinks: true}
 	if e.route.Crawl {
 		outcome.Links = []uint64{frontier.LinkKey(e.target)}
-		next := frontier.Item{URL: e.target, Source: e.to.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: e.route.Priority, Hops: it.Hops + 1, Via: it.URL}
-		next.SetFoundAs(e.found)
+		next := queueItem(e.to.Name, e.target, e.found, it.Depth, frontier.Redirect, e.route.Priority)
+		next.Hops, next.Via = it.Hops+1, it.URL
 		if _, err := c.front.Add(next); err != nil {
 			c.log.Error("cannot queue redirect target", "url", e.target, "source", j.src.cfg.Name, "err", err)
 		}
@@ -506,7 +505,7 @@ func (j *job) redirected(e end) {
 	c.decided(j.src.cfg.Name, it.URL, "redirect", e.target, e.status)
 	// The URL no longer holds a document of its own.
 	w := unindex(j.rec)
-	c.complete(j.lease, outcome, w)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 }
 
 // page turns a fetched page into links and, unless something says
@@ -552,7 +551,7 @@ func (j *job) page(e end) {
 		outcome.Links = append(outcome.Links, frontier.LinkKey(canon))
 		c.decided(src.cfg.Name, it.URL, "canonical_alias", canon, http.StatusOK)
 		w := unindex(rec)
-		c.complete(j.lease, outcome, w)
+		c.complete(completion{lease: j.lease, outcome: outcome, write: w})
 		return
 	}
 	noindex := out.Robots.NoIndex && obey && !src.cfg.Robots.IgnoreNoindex
@@ -567,7 +566,7 @@ func (j *job) page(e end) {
 	default:
 		w = j.document(out.Doc, &outcome)
 	}
-	c.completeThen(j.lease, outcome, w, j.unlockGroup)
+	c.complete(completion{lease: j.lease, outcome: outcome, write: w, after: j.unlockGroup})
 }
 
 // document is the write of a page that is indexed: its document, unless
@@ -636,12 +635,12 @@ func (j *job) extractorDown(err error) {
 		"err", detail, "attempts", attempts)
 	if attempts >= j.src.cfg.MaxTemporaryErrors {
 		c.reportNow().Failure(name, j.item.URL, reason, detail)
-		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: reason, Detail: detail}, nil)
+		c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Error, Reason: reason, Detail: detail}})
 		return
 	}
 	c.reportNow().Reason(name, j.item.URL, reason, detail)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: reason, Detail: detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: reason, Detail: detail,
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount))}})
 }
 
 // found routes each link of the page to the source whose crawl space holds
@@ -684,8 +683,7 @@ func (j *job) canonical(raw string) string {
 	if cu == it.URL || urlnorm.Origin(cu) != urlnorm.Origin(it.URL) || !d.Crawl || !d.Index {
 		return ""
 	}
-	next := frontier.Item{URL: cu, Source: src.cfg.Name, Depth: it.Depth, Class: frontier.Redirect, Shift: d.Priority}
-	next.SetFoundAs(found)
+	next := queueItem(src.cfg.Name, cu, found, it.Depth, frontier.Redirect, d.Priority)
 	if _, err := j.c.front.Add(next); err != nil {
 		j.c.log.Error("cannot queue canonical URL", "url", cu, "source", src.cfg.Name, "err", err)
 	}

@@ -54,10 +54,10 @@ const (
 
 // SetObserver makes o see every count from now on; call it before Crawl.
 func (c *Crawler) SetObserver(o Observer) {
-	c.reportMu.Lock()
-	c.observer = o
+	c.cycles.mu.Lock()
+	c.cycles.observer = o
 	c.reportNow().obs = o
-	c.reportMu.Unlock()
+	c.cycles.mu.Unlock()
 }
 
 // sinkObserver passes the sink's traffic on to the observer, with each
@@ -106,9 +106,9 @@ func (s sinkObserver) Retry(url string) {
 
 // observed is the observer and the current report.
 func (c *Crawler) observed() (Observer, *Report) {
-	c.reportMu.Lock()
-	defer c.reportMu.Unlock()
-	return c.observer, c.reportNow()
+	c.cycles.mu.Lock()
+	defer c.cycles.mu.Unlock()
+	return c.cycles.observer, c.reportNow()
 }
 
 // Current is the report of the cycle running, or of the last one.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
@@ -110,7 +109,7 @@ func unlinkCAndD(site *mutableSite) {
 
 func orphanConfig(t *testing.T, esURL, index, start, maxAge, policy, extra string) *provider.Crawler {
 	t.Helper()
-	return crawltest.New(t, orphanCfg(t, esURL, index, start, maxAge, policy, extra))
+	return onTestClock(t, crawltest.New(t, orphanCfg(t, esURL, index, start, maxAge, policy, extra)))
 }
 
 func orphanCfg(t *testing.T, esURL, index, start, maxAge, policy, extra string) *config.Config {
@@ -150,9 +149,6 @@ func wantIndexed(t *testing.T, esURL, index, base string, want ...string) {
 	}
 }
 
-// letMaxAgePass waits out a max_age of 1ms, so every page is due.
-func letMaxAgePass() { time.Sleep(5 * time.Millisecond) }
-
 func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
 	t.Parallel()
 	esURL, index := estest.URL(t), estest.Index(t)
@@ -164,7 +160,7 @@ func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
 	}
 
 	unlinkCAndD(site)
-	letMaxAgePass()
+	letMaxAgePass(t)
 	second := again(t, c)
 	if k := second.Total; k.Orphans != 2 || k.OrphansKept != 2 || k.Deleted != 0 {
 		t.Errorf("second crawl counts %d orphans, %d kept, %d deleted; want 2, 2, 0", k.Orphans, k.OrphansKept, k.Deleted)
@@ -193,7 +189,7 @@ func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
 		t.Error("/f, linked from a page that answered 304, was taken for an orphan")
 	}
 
-	letMaxAgePass()
+	letMaxAgePass(t)
 	third := again(t, c)
 	if third.Total.Orphans != 2 || third.Total.OrphansKept != 2 {
 		t.Errorf("third crawl counts %d orphans, %d kept; want 2 and 2", third.Total.Orphans, third.Total.OrphansKept)
@@ -203,7 +199,7 @@ func TestOrphansAreKeptCountedAndMarkedOnceByDefault(t *testing.T) {
 	}
 
 	site.set("/", "Home", "Welcome.", "/b", "/c", "/e")
-	letMaxAgePass()
+	letMaxAgePass(t)
 	fourth := again(t, c)
 	if fourth.Total.Orphans != 1 {
 		t.Errorf("after c is linked again the crawl counts %d orphans, want 1 (d)", fourth.Total.Orphans)
@@ -277,7 +273,7 @@ func TestOrphansDeletePolicyDeletesThemUntilALinkBringsThemBack(t *testing.T) {
 	again(t, c)
 
 	unlinkCAndD(site)
-	letMaxAgePass()
+	letMaxAgePass(t)
 	second := again(t, c)
 	wantIndexed(t, esURL, index, door.URL, "/", "/b", "/e", "/f")
 	k := second.Total
@@ -297,7 +293,7 @@ func TestOrphansDeletePolicyDeletesThemUntilALinkBringsThemBack(t *testing.T) {
 	// A link to c again: it is queued, fetched and indexed in that crawl;
 	// d, still unlinked, is not even requested.
 	site.set("/", "Home", "Welcome.", "/b", "/c", "/e")
-	letMaxAgePass()
+	letMaxAgePass(t)
 	d := door.hit("/d")
 	third := again(t, c)
 	wantIndexed(t, esURL, index, door.URL, "/", "/b", "/c", "/e", "/f")
@@ -360,21 +356,21 @@ func TestPageListedInASitemapIsNoOrphanEvenWhenTheSitemapCannotBeRead(t *testing
 	again(t, c)
 	wantIndexed(t, esURL, index, door.URL, "/", "/a", "/listed")
 
-	letMaxAgePass()
+	letMaxAgePass(t)
 	if r := again(t, c); r.Total.Orphans != 0 || r.Total.Deleted != 0 {
 		t.Errorf("a page listed in the sitemap counted as an orphan: %+v", r.Total)
 	}
 	wantIndexed(t, esURL, index, door.URL, "/", "/a", "/listed")
 
 	door.answer("/sitemap.xml", statusOnly(http.StatusInternalServerError))
-	letMaxAgePass()
+	letMaxAgePass(t)
 	if r := again(t, c); r.Total.Orphans != 0 || r.Total.Deleted != 0 {
 		t.Errorf("a sitemap that could not be read orphaned what it listed: %+v", r.Total)
 	}
 	wantIndexed(t, esURL, index, door.URL, "/", "/a", "/listed")
 
 	door.answer("/sitemap.xml", sitemapOf(door.URL+"/a"))
-	letMaxAgePass()
+	letMaxAgePass(t)
 	if r := again(t, c); r.Total.Orphans != 1 || r.Total.Reasons["orphan"] != 1 {
 		t.Errorf("a page the sitemap no longer lists: %+v, want 1 orphan deleted", r.Total)
 	}
@@ -389,7 +385,7 @@ func TestInterruptedCrawlDeletesNoOrphan(t *testing.T) {
 	again(t, c)
 
 	unlinkCAndD(site)
-	letMaxAgePass()
+	letMaxAgePass(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	door.mu.Lock()
@@ -430,7 +426,7 @@ func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.
 	// it links is unknown, and it might link c.
 	site.set("/", "Home", "Welcome.", "/b", "/e", "/new")
 	door.answer("/new", statusOnly(http.StatusInternalServerError))
-	letMaxAgePass()
+	letMaxAgePass(t)
 	second := again(t, c)
 	if second.Total.Orphans != 0 || second.Total.Reasons["orphan"] != 0 {
 		t.Errorf("orphans decided while a page's links were unknown: %+v", second.Total)
@@ -446,7 +442,7 @@ func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.
 	door.answer("/new", nil)
 	site.set("/new", "New", "Works now.")
 	door.answer("/", statusOnly(http.StatusServiceUnavailable))
-	letMaxAgePass()
+	letMaxAgePass(t)
 	third := again(t, c)
 	if third.Total.Reasons["orphan"] != 0 {
 		t.Errorf("orphans deleted while the start URL could not be read: %+v", third.Total)
@@ -458,7 +454,7 @@ func TestOrphansAreNotDecidedWhileLinksAreUnknownOrAStartURLIsUnread(t *testing.
 
 	// Everything readable again: c is an orphan at last.
 	door.answer("/", nil)
-	letMaxAgePass()
+	letMaxAgePass(t)
 	fourth := again(t, c)
 	if fourth.Total.Reasons["orphan"] != 1 {
 		t.Errorf("fourth crawl deleted %d orphans, want 1 (c): %+v", fourth.Total.Reasons["orphan"], fourth.Total)
@@ -484,7 +480,7 @@ func TestOrphansFoundWhenEveryPageIsReadWholeAgain(t *testing.T) {
 		p.noValidators = true
 	}
 	site.mu.Unlock()
-	letMaxAgePass()
+	letMaxAgePass(t)
 	r := again(t, c)
 	if site.notMod.Load() != 0 {
 		t.Fatalf("%d answers were 304; this test needs every page read whole", site.notMod.Load())
@@ -507,7 +503,7 @@ func TestAnUnchangedCrawlSkipsTheOrphanWalkAndAChangedOneFindsTheOrphans(t *test
 	site, door := orphanSite(t)
 	cfg := orphanCfg(t, esURL, index, door.URL+"/", "1ms", "keep", "")
 	logs := &logBuffer{}
-	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	c := onTestClock(t, crawltest.NewLogged(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	skips := func() int {
 		return strings.Count(logs.String(), `"msg":"`+skipped+`"`)
 	}
@@ -515,21 +511,21 @@ func TestAnUnchangedCrawlSkipsTheOrphanWalkAndAChangedOneFindsTheOrphans(t *test
 	if r := again(t, c); r.Total.Created != 6 || r.Total.Orphans != 0 || skips() != 0 {
 		t.Fatalf("first crawl: %+v and %d skipped walks; want 6 created, no orphans, a walk", r.Total, skips())
 	}
-	letMaxAgePass()
+	letMaxAgePass(t)
 	if r := again(t, c); r.Total.Unchanged != 6 || r.Total.Orphans != 0 || skips() != 1 {
 		t.Fatalf("unchanged crawl: %+v and %d skipped walks; want 6 unchanged and the walk skipped", r.Total, skips())
 	}
 	if door.hit("/") != 2 {
 		t.Fatalf("the start URL was requested %d times, want twice", door.hit("/"))
 	}
-	letMaxAgePass()
+	letMaxAgePass(t)
 	if r := again(t, c); r.Total.Orphans != 0 || skips() != 2 {
 		t.Fatalf("second unchanged crawl: %+v and %d skipped walks; want the walk skipped again", r.Total, skips())
 	}
 
 	unlinkCAndD(site)
 	for i := range 2 {
-		letMaxAgePass()
+		letMaxAgePass(t)
 		if r := again(t, c); r.Total.Orphans != 2 || skips() != 2 {
 			t.Errorf("crawl %d after c and d were unlinked: %d orphans and %d skipped walks; want 2 and the walk made",
 				i+1, r.Total.Orphans, skips())

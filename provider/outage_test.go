@@ -77,7 +77,7 @@ func TestElasticsearchStoppedMidCrawlDelaysDocumentsAndLosesNone(t *testing.T) {
 		if fetched.Add(1) == 10 {
 			close(stopAt)
 		}
-		time.Sleep(40 * time.Millisecond) // a slow site keeps the crawl going through the outage
+		time.Sleep(40 * time.Millisecond) // real time: a slow site keeps the crawl going through the outage
 		fmt.Fprintf(w, "<title>%s</title><p>page %s</p>", r.URL.Path, r.URL.Path)
 	}))
 	defer site.Close()
@@ -97,7 +97,7 @@ sources:
 			outage <- fmt.Errorf("stop: %v %s", err, out)
 			return
 		}
-		time.Sleep(time.Second) // documents keep coming while the node is down
+		time.Sleep(time.Second) // real time: documents keep coming while the node is down
 		if out, err := esScript(t, "start"); err != nil {
 			outage <- fmt.Errorf("start again: %v %s", err, out)
 			return

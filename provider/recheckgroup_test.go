@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/crawlspace/crawlspace/docfields"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
@@ -53,7 +52,7 @@ sources:
 		t.Fatalf("first crawl: /a.html's document %+v, want it listing the copy", d)
 	}
 
-	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
+	letMaxAgePass(t)
 	notModified, fetches := site.notMod.Load(), site.fetchCount("/a.html")
 	crawl(t, crawltest.Config(t, config(`regexp:/copy/a\.html$`)))
 	if d := primary(); d == nil || len(d.Duplicates) != 0 {

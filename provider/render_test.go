@@ -218,7 +218,7 @@ func TestASinglePageAppIsIndexedFromTheDOMItsScriptsBuildAndAnUnchangedPageIsNot
 	}
 
 	apiBefore := site.hit("/api/home") + site.hit("/api/products/1")
-	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
+	letMaxAgePass(t)
 	second := crawl(t, crawltest.Config(t, yaml))
 	if got := site.hit("/api/home") + site.hit("/api/products/1"); got != apiBefore {
 		t.Errorf("the API was asked %d more times in a crawl where the shell was not modified: unchanged pages were rendered", got-apiBefore)
@@ -269,7 +269,7 @@ func TestAPageTheBrowserCannotRenderWaitsAsATemporaryErrorAndKeepsItsDocument(t 
 	mu.Lock()
 	version = "second"
 	mu.Unlock()
-	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass
+	letMaxAgePass(t)
 	c, report := crawlTimed(t, crawltest.Config(t, cfg(true)), provider.Timing{RetryBase: time.Millisecond})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestTurningRenderingOnOrOffReadsTheIndexedPagesAgainThoughTheirShellIsUncha
 		t.Fatalf("read as fetched, the home page's body is %q, want the shell's", body)
 	}
 
-	time.Sleep(5 * time.Millisecond) // max_age (1ms) passes: the aged check is due
+	letMaxAgePass(t) // the aged check is due
 	on := crawl(t, crawltest.Config(t, config("true")))
 	if body := home("rendering on"); !strings.Contains(body, "Welcome to the lamp catalogue") {
 		t.Errorf("with rendering turned on the home page's body is %q, want what its script builds (report %+v)", body, on.Total)
@@ -331,13 +331,13 @@ func TestTurningRenderingOnOrOffReadsTheIndexedPagesAgainThoughTheirShellIsUncha
 		t.Errorf("turning rendering on updated %d documents, want the home page's (report %+v)", on.Total.Updated, on.Total)
 	}
 
-	time.Sleep(5 * time.Millisecond)
+	letMaxAgePass(t)
 	off := crawl(t, crawltest.Config(t, config("false")))
 	if body := home("rendering off"); strings.Contains(body, "Welcome") {
 		t.Errorf("with rendering turned off again the home page's body is %q, want the shell's (report %+v)", body, off.Total)
 	}
 
-	time.Sleep(5 * time.Millisecond)
+	letMaxAgePass(t)
 	again := crawl(t, crawltest.Config(t, config("false")))
 	if again.Total.Created+again.Total.Updated+again.Total.Deleted != 0 || again.Total.Unchanged < 1 {
 		t.Errorf("a crawl with rendering unchanged wrote or read whole: %+v", again.Total)

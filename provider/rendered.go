@@ -3,7 +3,6 @@ package provider
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/provider/fetch"
@@ -55,10 +54,10 @@ func (j *job) renderFailed(e end) {
 		"reason", e.reason, "err", e.detail, "attempts", attempts)
 	if attempts >= j.src.cfg.MaxTemporaryErrors {
 		c.reportNow().Failure(name, j.item.URL, e.reason, e.detail)
-		c.complete(j.lease, frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail}, nil)
+		c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Error, Reason: e.reason, Detail: e.detail}})
 		return
 	}
 	c.reportNow().Reason(name, j.item.URL, e.reason, e.detail)
-	c.complete(j.lease, frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
-		Backoff: time.Now().Add(c.timing.backoff(rec.TempErrCount))}, nil)
+	c.complete(completion{lease: j.lease, outcome: frontier.Outcome{State: frontier.Waiting, Reason: e.reason, Detail: e.detail,
+		Backoff: c.now().Add(c.timing.backoff(rec.TempErrCount))}})
 }

@@ -83,13 +83,18 @@ type Report struct {
 	obs Observer
 	// over holds the pairs of source and budget key met in the cycle.
 	over map[string]bool
+	// now is the clock of Started and Finished.
+	now func() time.Time
 }
 
 const examplesPerReason = 5
 
 // NewReport starts an empty report of a cycle writing to sinkName.
-func NewReport(sinkName string) *Report {
-	return &Report{Started: time.Now().UTC(), Sink: sinkName,
+func NewReport(sinkName string) *Report { return newReport(sinkName, time.Now) }
+
+// newReport is NewReport on the clock now.
+func newReport(sinkName string, now func() time.Time) *Report {
+	return &Report{Started: now().UTC(), Sink: sinkName, now: now,
 		Sources: map[string]*Counts{}, perCode: map[string]int{}, Total: Counts{Reasons: map[string]int{}}}
 }
 
@@ -307,7 +312,7 @@ func (r *Report) Finish(err error) {
 	default:
 		r.Outcome, r.Error = CycleFailed, err.Error()
 	}
-	r.Finished = time.Now().UTC()
+	r.Finished = r.now().UTC()
 	r.Seconds = r.Finished.Sub(r.Started).Seconds()
 	sort.SliceStable(r.Examples, func(i, j int) bool { return r.Examples[i].Reason < r.Examples[j].Reason })
 }

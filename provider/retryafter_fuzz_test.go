@@ -1,6 +1,9 @@
 package provider
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // FuzzRetryAfterIsNeverNegativeNorPastRetryMax reads any Retry-After a
 // server sends: the wait is never negative, never past retryMax.
@@ -10,7 +13,7 @@ func FuzzRetryAfterIsNeverNegativeNorPastRetryMax(f *testing.F) {
 		f.Add(v, 3)
 	}
 	f.Fuzz(func(t *testing.T, v string, attempts int) {
-		d := defaultTiming.retryAfter(v, attempts)
+		d := defaultTiming.retryAfter(v, attempts, time.Now())
 		if d < 0 || d > defaultTiming.retryMax {
 			t.Fatalf("retryAfter(%q, %d) = %s, want within [0, %s]", v, attempts, d, defaultTiming.retryMax)
 		}
@@ -21,7 +24,7 @@ func FuzzRetryAfterIsNeverNegativeNorPastRetryMax(f *testing.F) {
 // asked again at once: it waits retryMax instead, as for any long wait.
 func TestRetryAfterPastAnyDurationWaitsRetryMaxInsteadOfNothing(t *testing.T) {
 	for _, v := range []string{"9227000000", "99999999999999999999"} {
-		if got := defaultTiming.retryAfter(v, 0); got != defaultTiming.retryMax {
+		if got := defaultTiming.retryAfter(v, 0, time.Now()); got != defaultTiming.retryMax {
 			t.Errorf("retryAfter(%q) = %s, want %s", v, got, defaultTiming.retryMax)
 		}
 	}

@@ -325,7 +325,7 @@ func TestDeleteFailingWith503IsRetriedAndTheDocumentIsGone(t *testing.T) {
 	}
 	e.site.status("/p5", http.StatusNotFound)
 	e.set(t, faultproxy.Fault{Mode: faultproxy.FailItems, Status: http.StatusServiceUnavailable, IDs: []string{docfields.ID(gone)}})
-	time.Sleep(5 * time.Millisecond) // max_age passes: the next cycle checks every page
+	letMaxAgePass(t) // the next cycle checks every page
 
 	run := crawlInBackground(context.Background(), c)
 	run.await(t, e.proxy, "the delete refused twice", func(s faultproxy.Stats) bool { return s.Items >= 2 })

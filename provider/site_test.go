@@ -206,14 +206,14 @@ func indent(yaml, prefix string) string {
 // state_dir again.
 func crawlKeep(t *testing.T, cfg *config.Config) (*provider.Crawler, *provider.Report) {
 	t.Helper()
-	c := crawltest.New(t, cfg)
+	c := onTestClock(t, crawltest.New(t, cfg))
 	return c, again(t, c)
 }
 
 // crawlTimed is crawlKeep with the crawler's waits shortened to tm.
 func crawlTimed(t *testing.T, cfg *config.Config, tm provider.Timing) (*provider.Crawler, *provider.Report) {
 	t.Helper()
-	c := crawltest.New(t, cfg)
+	c := onTestClock(t, crawltest.New(t, cfg))
 	provider.SetTiming(c, tm)
 	return c, again(t, c)
 }

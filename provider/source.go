@@ -31,7 +31,7 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 		return nil, err
 	}
 	opts := fetch.Options{Accept: accept(c.formats), Sniff: ex.sniff, Browser: c.browser,
-		Delay: func(hostKey string) time.Duration { return c.policy(hostKey).Delay }}
+		Delay: func(hostKey string) time.Duration { return c.policy(hostKey).Delay }, Now: c.now}
 	if *sc.Robots.Obey {
 		opts.Robots = func(ctx context.Context, u *url.URL) (bool, string, error) { return c.robotsAllow(ctx, sc, u) }
 	}

@@ -25,7 +25,7 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
 			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
 			Shards: conn.Shards, Replicas: conn.Replicas, Log: c.log, Maintain: c.maintain,
-			History: frontier.DefaultHistory, Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
+			History: frontier.DefaultHistory, Budgets: budgetsOf(cfg), OnBudget: c.overBudget, Now: c.now})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -33,7 +33,7 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 		return s, s, nil
 	}
 	f, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
-		Budgets: budgetsOf(cfg), OnBudget: c.overBudget})
+		Budgets: budgetsOf(cfg), OnBudget: c.overBudget, Now: c.now})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,7 +59,7 @@ func (c *Crawler) CycleBegun() <-chan struct{} {
 	if c.cluster == nil {
 		return nil
 	}
-	ran := c.ran.Load()
+	ran := c.cycles.ran.Load()
 	if ran == 0 {
 		ran = c.cluster.Cycle()
 	}

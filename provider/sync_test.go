@@ -164,7 +164,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 	site.mu.Lock()
 	site.pages["/a"].noValidators = true
 	site.mu.Unlock()
-	time.Sleep(5 * time.Millisecond) // let max_age (1ms) pass for every page
+	letMaxAgePass(t)
 
 	second := crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "")))
 	paths, docs := indexed(t, esURL, index, site.URL)
@@ -186,7 +186,7 @@ func TestRecrawlKeepsTheIndexExactlyInStepWithAChangingSite(t *testing.T) {
 	}
 
 	// Nothing changes: a third crawl writes nothing.
-	time.Sleep(5 * time.Millisecond)
+	letMaxAgePass(t)
 	third := crawl(t, crawltest.Config(t, syncConfig(esURL, index, state, site.URL+"/", "")))
 	if k := third.Total; k.Created+k.Updated+k.Deleted != 0 || k.Unchanged != 5 {
 		t.Errorf("an unchanged site cost writes: %+v", k)

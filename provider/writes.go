@@ -334,3 +334,12 @@ func (q *ackQueue) close() {
 	}
 	q.done.Wait()
 }
+
+// unindex is the delete of the URL's document, if one was indexed or is on
+// its way.
+func unindex(rec frontier.Record) *write {
+	if !rec.Indexed && rec.Pending == "" {
+		return nil
+	}
+	return deletion(rec)
+}

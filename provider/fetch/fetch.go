@@ -81,6 +81,8 @@ type Source struct {
 	// robotsAllow and delay are Options.Robots and Options.Delay.
 	robotsAllow func(ctx context.Context, u *url.URL) (bool, string, error)
 	delay       func(hostKey string) time.Duration
+	// now is Options.Now, time.Now when that is nil.
+	now func() time.Time
 }
 
 // Options are what the fetch layer takes besides the configuration.
@@ -107,13 +109,19 @@ type Options struct {
 	// requests to one host are made one at a time, this far apart. Nil
 	// makes them one at a time with no pause.
 	Delay func(hostKey string) time.Duration
+	// Now is the crawler's clock, which paces a rendered page's requests;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // New builds the fetch layer of the source sc of cfg, whose compiled rules
 // are rs.
 func New(cfg *config.Config, sc *config.Source, rs *rules.Source, opts Options) (*Source, error) {
 	s := &Source{name: sc.Name, rules: rs, userAgent: cfg.UserAgent, accept: opts.Accept,
-		own: map[string]bool{}, headers: http.Header{}, strip: map[string]bool{}}
+		own: map[string]bool{}, headers: http.Header{}, strip: map[string]bool{}, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	for _, u := range rs.StartURLs() {
 		s.own[urlnorm.Origin(u)] = true
 	}

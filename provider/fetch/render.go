@@ -108,7 +108,7 @@ type hostTurn struct {
 func (s *Source) pageRequests(page string) *pageRequests {
 	pr := &pageRequests{s: s, page: page, hosts: map[string]*hostTurn{}}
 	// The page itself was just fetched: its host's delay counts from now.
-	pr.hosts[urlnorm.Origin(page)] = &hostTurn{turn: make(chan struct{}, 1), last: time.Now()}
+	pr.hosts[urlnorm.Origin(page)] = &hostTurn{turn: make(chan struct{}, 1), last: s.now()}
 	return pr
 }
 
@@ -164,7 +164,7 @@ func (pr *pageRequests) take(ctx context.Context, host string) (*hostTurn, error
 	if pr.s.delay != nil {
 		delay = pr.s.delay(host)
 	}
-	if wait := time.Until(h.last.Add(delay)); wait > 0 {
+	if wait := h.last.Add(delay).Sub(pr.s.now()); wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
@@ -179,7 +179,7 @@ func (pr *pageRequests) take(ctx context.Context, host string) (*hostTurn, error
 
 // give ends the page's request to h's host.
 func (pr *pageRequests) give(h *hostTurn) {
-	h.last = time.Now()
+	h.last = pr.s.now()
 	<-h.turn
 }
 
