@@ -75,7 +75,10 @@ func buildCrawlspace(t *testing.T, dir string) string {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	bin := filepath.Join(dir, "crawlspace")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/crawlspace/crawlspace/cmd/crawlspace").CombinedOutput()
+	// scripts/build's configuration (static, -trimpath), whose compiles scripts/test's vet made.
+	build := exec.Command(goBin, "build", "-trimpath", "-o", bin, "github.com/crawlspace/crawlspace/cmd/crawlspace")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		t.Fatalf("building crawlspace: %v\n%s", err, out)
 	}
