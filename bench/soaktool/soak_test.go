@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func buildCrawlspace(t *testing.T, dir string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command builds crawlspace: %v", err)
 	}
 	bin := filepath.Join(dir, "crawlspace")
 	// scripts/build's configuration (static, -trimpath), whose compiles scripts/test's vet made.
