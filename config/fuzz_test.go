@@ -59,7 +59,7 @@ func FuzzParse(f *testing.F) {
 			if s.Index != i || c.SourceByName(s.Name) != s {
 				t.Fatalf("source %d: index %d", i, s.Index)
 			}
-			if Fingerprint(s) != Fingerprint(s) {
+			if a, b := Fingerprint(s), Fingerprint(s); a != b {
 				t.Fatal("fingerprint is not deterministic")
 			}
 		}

@@ -46,7 +46,6 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
-	var held []*lease
 	for b := 0; ; b++ {
 		if _, err := f.Add(crashBatchItems(b)...); err != nil {
 			fmt.Println("ERR", err)
@@ -62,7 +61,6 @@ func TestCrashChild(t *testing.T) {
 				break
 			}
 			if i%4 == 3 {
-				held = append(held, l)
 				fmt.Println("L", l.Item().URL)
 				continue
 			}

@@ -8,11 +8,11 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // lockFile takes the advisory lock bbolt uses (flock), waiting up to
-// timeout (0: for ever) as bbolt does; bolt.ErrTimeout when it is held.
+// timeout (0: for ever) as bbolt does; berrors.ErrTimeout when it is held.
 func lockFile(file *os.File, exclusive bool, timeout time.Duration) error {
 	how := syscall.LOCK_SH | syscall.LOCK_NB
 	if exclusive {
@@ -25,7 +25,7 @@ func lockFile(file *os.File, exclusive bool, timeout time.Duration) error {
 			return err
 		}
 		if timeout > 0 && time.Since(start) > timeout {
-			return bolt.ErrTimeout
+			return berrors.ErrTimeout
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

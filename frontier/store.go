@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // StoreError is a failure of the state store itself rather than of one
@@ -67,10 +68,10 @@ func openDB(dir string, opt Options) (*bolt.DB, error) {
 	switch {
 	case err == nil:
 		return db, nil
-	case errors.Is(err, errDamaged), errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrChecksum),
-		errors.Is(err, bolt.ErrVersionMismatch):
+	case errors.Is(err, errDamaged), errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, &StoreError{Dir: dir, Corrupt: true, Err: err}
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("state store %s is in use by another process (a running crawl or service holds it)", dir)
 	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
 		return nil, fmt.Errorf("state store %s cannot be written: %w", dir, err)

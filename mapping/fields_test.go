@@ -256,10 +256,7 @@ func TestTheLanguageOfAPageThatDeclaresNoneIsDetectedAndMarkedSo(t *testing.T) {
 }
 
 func TestDetectableLanguagesAreTheDetectorsOwn(t *testing.T) {
-	var codes []string
-	for _, c := range detectorCodes() {
-		codes = append(codes, c)
-	}
+	codes := slices.Clone(detectorCodes())
 	slices.Sort(codes)
 	if !slices.Equal(codes, config.DetectableLanguages) {
 		t.Errorf("config.DetectableLanguages = %v\nthe detector knows %v", config.DetectableLanguages, codes)

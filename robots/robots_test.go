@@ -588,7 +588,8 @@ func TestConcurrentTestsShareOneCompiledGroup(t *testing.T) {
 		go func() {
 			ok := true
 			for _, p := range realisticPaths() {
-				ok = ok && r.Allowed("crawlspace", p) == r.Allowed("crawlspace", p)
+				first, second := r.Allowed("crawlspace", p), r.Allowed("crawlspace", p)
+				ok = ok && first == second
 				r.CrawlDelay("other")
 			}
 			done <- ok

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -72,10 +71,13 @@ func buildCrawlspace(t *testing.T, dir string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command builds crawlspace: %v", err)
 	}
 	bin := filepath.Join(dir, "crawlspace")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/crawlspace/crawlspace/cmd/crawlspace").CombinedOutput()
+	// scripts/build's configuration (static, -trimpath), whose compiles scripts/test's vet made.
+	build := exec.Command(goBin, "build", "-trimpath", "-o", bin, "github.com/crawlspace/crawlspace/cmd/crawlspace")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		t.Fatalf("building crawlspace: %v\n%s", err, out)
 	}

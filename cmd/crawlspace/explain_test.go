@@ -184,7 +184,7 @@ func TestExplainTextIsOneAlignedLinePerURL(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 	col := strings.Index(lines[0], "REASON")
-	if col < 0 || strings.Index(lines[1], "-") < 0 || !strings.HasPrefix(lines[2][col:], "excluded") {
+	if col < 0 || !strings.Contains(lines[1], "-") || !strings.HasPrefix(lines[2][col:], "excluded") {
 		t.Errorf("columns not aligned:\n%s", out)
 	}
 	if !strings.Contains(lines[1], "docs") || !strings.Contains(lines[1], "yes") {

@@ -32,8 +32,9 @@ func TestVersionCommandPrintsTheStampedVersionAndCommit(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := filepath.Join(t.TempDir(), "crawlspace")
-	build := exec.CommandContext(t.Context(), "go", "build", "-buildvcs=auto", "-ldflags", "-X main.version=v1.2.3-test", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=")
+	// scripts/build's configuration (static, -trimpath), which scripts/test's vet compiled already.
+	build := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=auto", "-ldflags", "-X main.version=v1.2.3-test", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

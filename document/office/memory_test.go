@@ -117,7 +117,10 @@ func childBinary(t *testing.T) string {
 		return os.Args[0]
 	}
 	bin := filepath.Join(t.TempDir(), "office.test")
-	if out, err := exec.Command("go", "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
+	// In scripts/build's configuration (static, -trimpath), whose compiles scripts/test's vet made.
+	build := exec.Command("go", "test", "-c", "-trimpath", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the tests without the race detector: %v\n%s", err, out)
 	}
 	return bin

@@ -389,7 +389,9 @@ func TestReadPastMemoryLimitIsTooLarge(t *testing.T) {
 }
 
 func TestReadConcurrentlyWithFewerInstancesThanReads(t *testing.T) {
-	r := NewReader(Config{Instances: 2})
+	// The shared cache: without it each of the two workers compiles PDFium again, which under the
+	// race detector took most of the package's time.
+	r := NewReader(Config{Instances: 2, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
 	defer r.Close()
 	files := []string{"cnfsat.pdf", "users-and-groups.pdf", "amc.ja.pdf", "live-manual.de.pdf"}
 	want := map[string]string{}

@@ -591,7 +591,7 @@ func (p *parser) link(inst string) {
 			}
 			continue
 		}
-		target, rest = quoted(rest)
+		target, _ = quoted(rest)
 		break
 	}
 	// Field codes double backslashes (C:\\dir); a link as written keeps one.

@@ -406,6 +406,7 @@ func (q *scheduler) clusterIdle(ctx context.Context) (done, fresh bool, _ error)
 	}
 	s := q.s
 	q.marking.Lock() // once the marks being written are
+	//lint:ignore SA2001 waits for the marks being written, which hold the lock
 	q.marking.Unlock()
 	if err := s.refresh(ctx); err != nil {
 		return false, false, err
