@@ -108,7 +108,7 @@ func TestStatesRecountOnlyWhenStale(t *testing.T) {
 	defer f.Close()
 	clk := fakeclock.New(time.Unix(1000, 0))
 	s := NewStates(f, &config.Config{})
-	s.now = clk.Now
+	s.Now = clk.Now
 	old := &Snapshot{At: clk.Now(), Took: time.Second, Sources: map[string]*SourceState{}}
 	s.snap = old
 	// settled waits for a background count to end and says whether one replaced old.
