@@ -9,9 +9,13 @@ import (
 )
 
 // Path is the chromium executable. Without one the test skips, saying how
-// to get it; under CI (CI set to anything but false or 0) it fails.
+// to get it; under CI (CI set to anything but false or 0) it fails. Under
+// go test -short it skips: the inner loop starts no browser.
 func Path(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the tests that start Chromium are left out")
+	}
 	p, err := exec.LookPath("chromium")
 	if err == nil {
 		return p
