@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/document"
+	"github.com/crawlspace/crawlspace/internal/proctest"
 	"github.com/crawlspace/crawlspace/internal/wordmatch"
 )
 
@@ -647,10 +648,10 @@ func TestWorkerDiesWithItsParent(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	// The worker is reparented, to init or a subreaper, which reaps it;
-	// a worker that outlived its parent leaves the test waiting here until
-	// go test's -timeout.
-	awaitEnd(t, pid)
+	// The worker is reparented, to init or a subreaper, which reaps it.
+	if !proctest.Ended(t, pid) {
+		t.Errorf("worker %d still running after its parent was killed", pid)
+	}
 }
 
 // firstRead tells first once its first Read begins.
