@@ -365,6 +365,9 @@ func TestReadReturnsTimeoutPromptlyWhenCtxEndsMidExtraction(t *testing.T) {
 }
 
 func TestReadPastMemoryLimitIsTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: decompression bombs and 3,000 pages, half a minute")
+	}
 	bomb := bombPDF()
 	for _, mem := range []int64{32 << 20, document.DefaultMaxMemory} {
 		_, err := reader.Read(context.Background(), bomb, document.Limits{MaxMemory: mem})

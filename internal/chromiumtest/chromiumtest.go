@@ -16,9 +16,10 @@ func Path(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("-short: the tests that start Chromium are left out")
 	}
-	p, err := exec.LookPath("chromium")
-	if err == nil {
-		return p
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
 	}
 	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
 		t.Fatal("chromium is not installed (scripts/test installs Debian's chromium package)")
