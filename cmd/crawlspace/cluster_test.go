@@ -235,6 +235,9 @@ func searchIDs(t *testing.T, index, query string) []string {
 }
 
 func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnotherJoinsLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs crawlspace in child processes")
+	}
 	t.Parallel()
 	// The kill lands mid-crawl: the sites hold their requests past a
 	// third of the pages until b is killed, some of them b's.
