@@ -37,9 +37,6 @@ type serveHooks struct {
 	listening func(net.Addr)
 	// cycleDone is called after each cycle has been reported.
 	cycleDone func(*provider.Report, error)
-	// now is the service's clock, which the status page, the control API
-	// and the notifications read too; time.Now when nil.
-	now func() time.Time
 }
 
 // serve runs cycles until ctx ends: each source's discovery when its
@@ -51,16 +48,14 @@ type serveHooks struct {
 // Each cycle's report is sent to the receivers of service.notify.
 func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, reportPath string, hooks serveHooks) int {
 	log, out := o.log, o.summary
-	now := hooks.now
-	if now == nil {
-		now = time.Now
-	}
 	c, err := provider.New(cfg, set, sink.Opener(ctx, cfg), log)
 	if err != nil {
 		log.Error("cannot start the service", "err", err)
 		return exitFailed
 	}
 	defer c.Close()
+	// The service reads the crawler's clock, as the crawler's parts do.
+	now := c.Now
 	states := monitor.NewStates(c.Store(), cfg)
 	states.Now = now
 	states.Kick()
