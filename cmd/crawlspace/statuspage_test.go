@@ -15,12 +15,8 @@ import (
 	"testing"
 
 	"github.com/crawlspace/crawlspace/internal/chromiumtest"
-	"github.com/crawlspace/crawlspace/internal/servicetest"
 	"github.com/crawlspace/crawlspace/provider"
 )
-
-// inCI is true under CI, where a missing browser fails instead of skipping.
-func inCI() bool { return servicetest.InCI() }
 
 // artifactDir is where tests leave files for people to look at:
 // $CRAWLSPACE_TEST_ARTIFACTS, else out/test-artifacts in the repository
