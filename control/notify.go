@@ -85,6 +85,7 @@ type target struct {
 	client *http.Client
 	queue  chan Notification
 	timing timing
+	now    func() time.Time
 	log    *slog.Logger
 	stop   context.Context
 	cancel context.CancelFunc
@@ -97,14 +98,18 @@ type timing struct{ first, most time.Duration }
 
 var defaultTiming = timing{first: time.Second, most: time.Minute}
 
-// NewNotifier starts one sender per receiver.
-func NewNotifier(list []config.Notify, version string, log *slog.Logger) (*Notifier, error) {
+// NewNotifier starts one sender per receiver. now is the crawler's clock,
+// which dates each attempt's signature; time.Now when nil.
+func NewNotifier(list []config.Notify, version string, now func() time.Time, log *slog.Logger) (*Notifier, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if now == nil {
+		now = time.Now
+	}
 	n := &Notifier{version: version, log: log}
 	for i := range list {
-		t, err := newTarget(list[i], log)
+		t, err := newTarget(list[i], now, log)
 		if err != nil {
 			n.Close(context.Background())
 			return nil, err
@@ -114,7 +119,7 @@ func NewNotifier(list []config.Notify, version string, log *slog.Logger) (*Notif
 	return n, nil
 }
 
-func newTarget(cfg config.Notify, log *slog.Logger) (*target, error) {
+func newTarget(cfg config.Notify, now func() time.Time, log *slog.Logger) (*target, error) {
 	roots, err := cfg.RootCAs()
 	if err != nil {
 		return nil, err
@@ -127,7 +132,7 @@ func newTarget(cfg config.Notify, log *slog.Logger) (*target, error) {
 		name = u.String()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &target{cfg: cfg, name: name, queue: make(chan Notification, cfg.Queue), timing: defaultTiming, log: log,
+	t := &target{cfg: cfg, name: name, queue: make(chan Notification, cfg.Queue), timing: defaultTiming, now: now, log: log,
 		stop: ctx, cancel: cancel,
 		// A receiver redirecting elsewhere would take the signed report
 		// where the configuration never said.
@@ -268,7 +273,7 @@ func (t *target) post(body []byte, delivery string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := strconv.FormatInt(t.now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "crawlspace-notify")
 	req.Header.Set(HeaderEvent, EventCycleFinished)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/control"
+	"github.com/crawlspace/crawlspace/internal/fakeclock"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -83,7 +84,7 @@ func notifier(t *testing.T, log *lockedBuffer, targets ...config.Notify) *contro
 			targets[i].Queue = 10
 		}
 	}
-	n, err := control.NewNotifier(targets, "v-test", slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	n, err := control.NewNotifier(targets, "v-test", nil, slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +132,26 @@ func TestANotificationIsSignedVerifiableAndRetriedAfterA500(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "in-the-query") {
 		t.Errorf("the log holds the receiver's query: %s", log.String())
+	}
+}
+
+// Each attempt is dated, and signed, by the crawler's clock, not the
+// machine's.
+func TestANotificationIsDatedByTheCrawlersClock(t *testing.T) {
+	rec := newReceiver(t, 200)
+	clock := fakeclock.New(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC))
+	n, err := control.NewNotifier([]config.Notify{{URL: rec.URL, Secret: secret, Timeout: config.Duration(10 * time.Second), Attempts: 1, Queue: 1}},
+		"v-test", clock.Now, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close(context.Background()) })
+	n.CycleDone(report())
+	rec.await(1)
+	r := rec.requests()[0]
+	ts, sig := r.header.Get(control.HeaderTimestamp), r.header.Get(control.HeaderSignature)
+	if ts != "981173106" || !control.Verify([]byte(secret), ts, sig, r.body, clock.Now(), time.Minute) {
+		t.Errorf("timestamp %q signature %q, want the fake clock's 981173106, signed", ts, sig)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 
 // lockFile takes the advisory lock bbolt uses (flock), waiting up to
 // timeout (0: for ever) as bbolt does; berrors.ErrTimeout when it is held.
+// The wait is on the real clock, not the crawler's: the lock is another
+// process's, which a clock of this one cannot hurry.
 func lockFile(file *os.File, exclusive bool, timeout time.Duration) error {
 	how := syscall.LOCK_SH | syscall.LOCK_NB
 	if exclusive {

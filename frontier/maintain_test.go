@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -718,8 +719,9 @@ func TestARefetchBetweenAStoredOutcomeAndTheEndOfItsLeaseQueuesTheURL(t *testing
 	if err := lb.CompleteAsync(Outcome{State: Fetched, Status: 304, Hash: "h0"}, func(err error) { ended <- err }); err != nil {
 		t.Fatal(err)
 	}
+	// Its callback is held behind a's, so the store is watched instead.
 	for mustGet(t, f, b).Status != 304 {
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 	}
 	close(stored)
 	if err := <-refetched; err != nil {

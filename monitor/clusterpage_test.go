@@ -81,7 +81,7 @@ sources:
 		t.Fatalf("/readyz of a process that joined: %d %q", code, body)
 	}
 	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Refuse})
-	body := awaitProbe(t, web+"/readyz", http.StatusServiceUnavailable)
+	body := pollProbe(t, web+"/readyz", http.StatusServiceUnavailable)
 	if !strings.Contains(body, "not ready: the shared state was last read ") || !strings.Contains(body, "longer than cluster.lease_ttl (3s)") {
 		t.Errorf("/readyz while the state's cluster refuses connections says %q", body)
 	}
@@ -89,7 +89,7 @@ sources:
 		t.Errorf("/healthz while the state's cluster is away: %d, want 200", code)
 	}
 	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
-	awaitProbe(t, web+"/readyz", http.StatusOK)
+	awaitProbe(t, proxy, web+"/readyz", http.StatusOK)
 }
 
 type fixedCluster esfrontier.View

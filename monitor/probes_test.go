@@ -21,9 +21,27 @@ func probe(t *testing.T, url string) (int, string) {
 	return code, body
 }
 
-// awaitProbe polls url until its status is want, and returns the body
-// then; the test's -timeout bounds the wait.
-func awaitProbe(t *testing.T, url string, want int) string {
+// awaitProbe asks url until its status is want, and returns the body
+// then: at once, and again at each request through p, by which the
+// crawler's writes land or fail. The test's -timeout bounds the wait.
+func awaitProbe(t *testing.T, p *faultproxy.Proxy, url string, want int) string {
+	t.Helper()
+	var body string
+	if err := p.Await(context.Background(), func(faultproxy.Stats) bool {
+		var code int
+		code, body = probe(t, url)
+		return code == want
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// pollProbe asks url until its status is want, and returns the body
+// then, for a readiness that changes with the time alone (the age of the
+// shared state's last read, with its node refusing connections): there is
+// no event to wait for. The test's -timeout bounds the wait.
+func pollProbe(t *testing.T, url string, want int) string {
 	t.Helper()
 	for {
 		code, body := probe(t, url)
@@ -64,7 +82,7 @@ sources:
 		_, err := c.Crawl(context.Background())
 		done <- err
 	}()
-	body := awaitProbe(t, web+"/readyz", http.StatusServiceUnavailable)
+	body := awaitProbe(t, proxy, web+"/readyz", http.StatusServiceUnavailable)
 	if !strings.Contains(body, "not ready: Elasticsearch has taken no document write since ") {
 		t.Errorf("/readyz while every write fails says %q", body)
 	}
@@ -76,7 +94,7 @@ sources:
 	if err := <-done; err != nil {
 		t.Fatalf("the crawl after the fault: %v", err)
 	}
-	if body := awaitProbe(t, web+"/readyz", http.StatusOK); body != "ok\n" {
+	if body := awaitProbe(t, proxy, web+"/readyz", http.StatusOK); body != "ok\n" {
 		t.Errorf("/readyz once the writes landed: %q", body)
 	}
 }

@@ -40,6 +40,9 @@ type Server struct {
 	states  *States
 	version string
 	log     *slog.Logger
+	// Now is the crawler's clock, which the page and the readiness probe
+	// read; NewServer sets time.Now. Set it before Start.
+	Now func() time.Time
 
 	mu        sync.Mutex
 	last      *provider.Report
@@ -56,7 +59,7 @@ func NewServer(cfg *config.Config, c Crawler, m *Metrics, states *States, versio
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{cfg: cfg, crawler: c, metrics: m, states: states, version: version, log: log}
+	return &Server{cfg: cfg, crawler: c, metrics: m, states: states, version: version, log: log, Now: time.Now}
 }
 
 // Handler routes the server's pages.
@@ -83,7 +86,7 @@ func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 // work now, else 503 with a line per reason (NotReady).
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	reasons := s.NotReady(time.Now())
+	reasons := s.NotReady(s.Now())
 	if len(reasons) == 0 {
 		io.WriteString(w, "ok\n")
 		return
@@ -280,7 +283,7 @@ type ReasonView struct {
 
 // View gathers the page's data now.
 func (s *Server) View() View {
-	now := time.Now()
+	now := s.Now()
 	v := View{Version: s.version, Now: now.UTC()}
 	s.mu.Lock()
 	v.Cycles, v.NextCycle, v.LastError = s.cycles, s.nextCycle, s.lastErr

@@ -19,7 +19,9 @@ type States struct {
 	maxAge map[string]time.Duration
 	// MinInterval is the shortest time between two counts.
 	MinInterval time.Duration
-	now         func() time.Time
+	// Now is the crawler's clock, which dates and times the counts;
+	// NewStates sets time.Now. Set it, like MinInterval, before first use.
+	Now func() time.Time
 
 	mu      sync.Mutex
 	snap    *Snapshot
@@ -97,7 +99,7 @@ func (s *SourceState) View() StoreView {
 
 // NewStates counts front's URLs for the sources of cfg.
 func NewStates(front frontier.Scanner, cfg *config.Config) *States {
-	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: time.Second, now: time.Now}
+	s := &States{front: front, maxAge: map[string]time.Duration{}, MinInterval: time.Second, Now: time.Now}
 	for i := range cfg.Sources {
 		s.maxAge[cfg.Sources[i].Name] = cfg.Sources[i].MaxAge.D()
 	}
@@ -178,7 +180,7 @@ func (s *States) stale() bool {
 		return true
 	}
 	wait := max(s.MinInterval, 20*s.snap.Took)
-	return s.now().Sub(s.snap.At) >= wait
+	return s.Now().Sub(s.snap.At) >= wait
 }
 
 // counter is a store that counts by source and state itself, in one
@@ -190,7 +192,7 @@ type counter interface {
 }
 
 func (s *States) count() (*Snapshot, error) {
-	start := s.now()
+	start := s.Now()
 	cuts := make(map[string]time.Time, len(s.maxAge))
 	for name, age := range s.maxAge {
 		if age > 0 {
@@ -206,7 +208,7 @@ func (s *States) count() (*Snapshot, error) {
 		for src, sc := range counts {
 			snap.Sources[src] = &SourceState{SourceCounts: *sc, AgedCheckDue: due[src]}
 		}
-		snap.At = s.now()
+		snap.At = s.Now()
 		snap.Took = snap.At.Sub(start)
 		return snap, nil
 	}
@@ -235,7 +237,7 @@ func (s *States) count() (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap.At = s.now()
+	snap.At = s.Now()
 	snap.Took = snap.At.Sub(start)
 	return snap, nil
 }

@@ -125,7 +125,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	}
 	if cfg.Renders() {
 		b := cfg.Browser
-		c.browser = render.New(render.Options{Path: b.Path, Tabs: b.Tabs, MaxMemoryBytes: b.MaxMemoryBytes, Log: log})
+		c.browser = render.New(render.Options{Path: b.Path, Tabs: b.Tabs, MaxMemoryBytes: b.MaxMemoryBytes, Log: log, Now: c.now})
 	}
 	for i := range cfg.Sources {
 		src, err := c.newSource(&cfg.Sources[i])
@@ -155,6 +155,9 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	c.sink, c.writes.sink = s, s
 	if o, ok := s.(interface{ Observe(sink.Observer) }); ok {
 		o.Observe(sinkObserver{c})
+	}
+	if u, ok := s.(interface{ UseClock(func() time.Time) }); ok {
+		u.UseClock(c.now)
 	}
 	return c, nil
 }
@@ -217,6 +220,10 @@ func (c *Crawler) Frontier() *frontier.Frontier { return c.bolt }
 // timeouts) are not on it: they run on real time, which a test moves
 // with testing/synctest.
 func (c *Crawler) now() time.Time { return (*c.clock.Load())() }
+
+// Now is the time by the crawler's clock, for the service around it (the
+// status page, the control API, the notifications) to read the same.
+func (c *Crawler) Now() time.Time { return c.now() }
 
 // reportNow is the report of the cycle running, or of the last one.
 func (c *Crawler) reportNow() *Report { return c.cycles.report.Load() }

@@ -49,6 +49,10 @@ type Options struct {
 	// page's timeout before it is taken as hung; DefaultGrace when 0.
 	Grace time.Duration
 	Log   *slog.Logger
+	// Now is the crawler's clock, which times pages and their quiet
+	// periods; time.Now when nil. The waits on the browser itself stay on
+	// real timers: Chromium runs in real time.
+	Now func() time.Time
 }
 
 // Browser is a Chromium process started on first use and its pool of tabs.
@@ -79,6 +83,7 @@ type instance struct {
 	// idle holds the tabs between pages.
 	idle  chan *pageTab
 	grace time.Duration
+	now   func() time.Time
 	// rendering counts the pages being rendered, which watchMemory
 	// watches; overMemory is why it killed the browser, "" until it did.
 	rendering  atomic.Int32
@@ -100,6 +105,9 @@ func New(opts Options) *Browser {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	b := &Browser{opts: opts, tabs: make(chan struct{}, opts.Tabs)}
 	b.maxMemory.Store(opts.MaxMemoryBytes)
@@ -179,7 +187,7 @@ func (b *Browser) start() (*instance, error) {
 		return nil, fmt.Errorf("starting %s: %s", b.opts.Path, startFailure(err))
 	}
 	b.gen++
-	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel, idle: make(chan *pageTab, b.opts.Tabs), grace: b.opts.Grace}
+	in := &instance{gen: b.gen, ctx: ctx, cancel: cancel, allocCancel: allocCancel, idle: make(chan *pageTab, b.opts.Tabs), grace: b.opts.Grace, now: b.opts.Now}
 	if p := chromedp.FromContext(ctx).Browser.Process(); p != nil {
 		in.pid = p.Pid
 	}

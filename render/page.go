@@ -181,10 +181,11 @@ type tab struct {
 	served   bool // the page's own document was handed to the browser
 	inflight atomic.Int64
 	lastBusy atomic.Int64 // unix nanos of the last request's start or end
+	now      func() time.Time
 }
 
 func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err error) {
-	start := time.Now()
+	start := in.now()
 	tc, err := in.takeTab(ctx)
 	if err != nil {
 		return nil, browserErr(ctx, "opening a tab", err)
@@ -203,8 +204,8 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 	stopOnCtx := context.AfterFunc(ctx, hardCancel)
 	defer stopOnCtx()
 
-	t := &tab{req: req, mainURL: stripFragment(req.URL)}
-	t.lastBusy.Store(time.Now().UnixNano())
+	t := &tab{req: req, mainURL: stripFragment(req.URL), now: in.now}
+	t.lastBusy.Store(t.now().UnixNano())
 
 	loads := chromedp.Events(hard, page.LoadEventFired)
 	crashes := chromedp.Events(hard, inspector.TargetCrashed)
@@ -265,7 +266,7 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 		return nil, &Error{Reason: "render_failed", Err: fmt.Errorf("opening the page: %s", nav.ErrorText)}
 	}
 
-	met, err := t.wait(hard, start.Add(req.Timeout), loaded, crashed)
+	met, err := t.wait(hard, req.Timeout-t.now().Sub(start), loaded, crashed)
 	if err != nil {
 		return nil, browserErr(ctx, "waiting", err)
 	}
@@ -276,7 +277,7 @@ func renderTab(ctx context.Context, in *instance, req Request) (res *Result, err
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := t.res
-	out.HTML, out.WaitMet, out.Took = []byte(html), met, time.Since(start)
+	out.HTML, out.WaitMet, out.Took = []byte(html), met, t.now().Sub(start)
 	return &out, nil
 }
 
@@ -445,14 +446,17 @@ func blankCommitted(navigated iter.Seq2[page.EventFrameNavigated, error]) error 
 // serializeDOM is the page as a document again: doctype and root element.
 const serializeDOM = `(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML`
 
-// wait waits for the request's condition until deadline; met is false
-// when the deadline (the page's timeout) came first, which is no error:
-// the DOM is taken as it is. A crashed tab, or ctx ending, is an error.
-func (t *tab) wait(ctx context.Context, deadline time.Time, loaded, crashed <-chan struct{}) (met bool, err error) {
+// wait waits for the request's condition for up to timeout; met is false
+// when the timeout (what is left of the page's) came first, which is no
+// error: the DOM is taken as it is. A crashed tab, or ctx ending, is an
+// error.
+func (t *tab) wait(ctx context.Context, timeout time.Duration, loaded, crashed <-chan struct{}) (met bool, err error) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	timeout := time.NewTimer(time.Until(deadline))
-	defer timeout.Stop()
+	// The browser runs in real time, so the wait is bounded by a real
+	// timer whatever the crawler's clock says.
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	isLoaded := false
 	for {
 		select {
@@ -462,25 +466,21 @@ func (t *tab) wait(ctx context.Context, deadline time.Time, loaded, crashed <-ch
 			// Quiet counts from the load event: a request the page's
 			// scripts started may reach us a moment after it.
 			isLoaded, loaded = true, nil
-			t.lastBusy.Store(time.Now().UnixNano())
+			t.lastBusy.Store(t.now().UnixNano())
 		case <-tick.C:
-		case <-timeout.C:
-			return false, nil
-		case <-ctx.Done():
+		case <-waitCtx.Done():
 			return false, ctx.Err()
 		}
 		switch t.req.Wait {
 		case WaitElement:
 			// Between documents the page has no context to evaluate in:
 			// an error here is "not yet", and a dead browser ends ctx.
-			ectx, cancel := context.WithDeadline(ctx, deadline)
-			found, err := chromedp.Run(ectx, chromedp.Evaluate[bool](`document.querySelector(`+jsString(t.req.Selector)+`) !== null`))
-			cancel()
+			found, err := chromedp.Run(waitCtx, chromedp.Evaluate[bool](`document.querySelector(`+jsString(t.req.Selector)+`) !== null`))
 			if err == nil && found {
 				return true, nil
 			}
 		case WaitNetworkIdle:
-			if isLoaded && t.inflight.Load() == 0 && time.Since(time.Unix(0, t.lastBusy.Load())) >= IdleTime {
+			if isLoaded && t.inflight.Load() == 0 && t.now().Sub(time.Unix(0, t.lastBusy.Load())) >= IdleTime {
 				return true, nil
 			}
 		default:
@@ -596,7 +596,7 @@ func (t *tab) count(f func(*Result)) {
 
 func (t *tab) busy(d int64) {
 	t.inflight.Add(d)
-	t.lastBusy.Store(time.Now().UnixNano())
+	t.lastBusy.Store(t.now().UnixNano())
 }
 
 // safeMethod are the methods a page's requests may use: they read.

@@ -258,22 +258,22 @@ func TestCacheConcurrentGetsFetchOnce(t *testing.T) {
 	}, CacheOptions{UserAgent: testAgent})
 
 	const n = 20
-	var arrived atomic.Int64
+	arrived := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	results := make(chan bool, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := &arrivalCtx{Context: context.Background(), arrived: &arrived}
+			ctx := &arrivalCtx{Context: context.Background(), arrived: arrived}
 			ok, _, err := c.Allowed(ctx, mustURL(t, fmt.Sprintf("%s/x/%d", srv.URL, i)))
 			results <- !ok && err == nil
 		}()
 	}
 	// Hold the one fetch until every goroutine is either making it or
 	// waiting on it, so the test does not pass by arriving late.
-	for arrived.Load() < n {
-		time.Sleep(time.Millisecond)
+	for range n {
+		<-arrived
 	}
 	close(release)
 	wg.Wait()
@@ -288,16 +288,16 @@ func TestCacheConcurrentGetsFetchOnce(t *testing.T) {
 	}
 }
 
-// arrivalCtx counts the goroutines that have asked for Done: the cache's
-// waiters and fetcher do, while they block.
+// arrivalCtx tells arrived of each goroutine that has asked for Done,
+// once: the cache's waiters and fetcher do, while they block.
 type arrivalCtx struct {
 	context.Context
 	once    sync.Once
-	arrived *atomic.Int64
+	arrived chan<- struct{}
 }
 
 func (c *arrivalCtx) Done() <-chan struct{} {
-	c.once.Do(func() { c.arrived.Add(1) })
+	c.once.Do(func() { c.arrived <- struct{}{} })
 	return c.Context.Done()
 }
 

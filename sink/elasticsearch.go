@@ -42,6 +42,8 @@ type Elasticsearch struct {
 	physical string
 	onResult func(Result)
 	obs      atomic.Pointer[Observer]
+	// now is the crawler's clock (UseClock), time.Now until it is set.
+	now atomic.Pointer[func() time.Time]
 
 	flushBytes    int
 	flushInterval time.Duration
@@ -142,10 +144,27 @@ func (s *Elasticsearch) Observe(o Observer) {
 	s.obs.Store(&o)
 }
 
+// UseClock makes the sink read the time from now, the crawler's clock:
+// the outages' start (DownSince) and the durations its observer sees.
+// The crawler calls it right after opening the sink, as it does Observe.
+func (s *Elasticsearch) UseClock(now func() time.Time) {
+	s.now.Store(&now)
+}
+
+// clock is the sink's time source: the crawler's clock once UseClock set
+// it, time.Now before.
+func (s *Elasticsearch) clock() time.Time {
+	if now := s.now.Load(); now != nil {
+		return (*now)()
+	}
+	return time.Now()
+}
+
 // observed times the _bulk requests of a sink for its observer.
 type observed struct {
 	next http.RoundTripper
 	obs  *atomic.Pointer[Observer]
+	now  func() time.Time
 }
 
 func (t observed) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -153,13 +172,13 @@ func (t observed) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o == nil || !strings.HasSuffix(req.URL.Path, "/_bulk") {
 		return t.next.RoundTrip(req)
 	}
-	start := time.Now()
+	start := t.now()
 	res, err := t.next.RoundTrip(req)
 	status := 0
 	if res != nil {
 		status = res.StatusCode
 	}
-	(*o).Bulk(time.Since(start), status, err)
+	(*o).Bulk(t.now().Sub(start), status, err)
 	return res, err
 }
 
@@ -227,7 +246,7 @@ func NewElasticsearch(ctx context.Context, cfg *config.Elasticsearch, extra map[
 		embedding:     outage{unavailable: Observer.EmbeddingUnavailable, available: Observer.EmbeddingAvailable},
 	}
 	s.settled = sync.NewCond(&s.mu)
-	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs} })
+	client, err := newClient(cfg, func(rt http.RoundTripper) http.RoundTripper { return observed{next: rt, obs: &s.obs, now: s.clock} })
 	if err != nil {
 		return nil, err
 	}
@@ -717,7 +736,7 @@ func (s *Elasticsearch) trouble(o *outage, err error) {
 		s.mu.Unlock()
 		return
 	}
-	o.down, o.since, o.delayed = true, time.Now(), 0
+	o.down, o.since, o.delayed = true, s.clock(), 0
 	s.mu.Unlock()
 	if obs := s.obs.Load(); obs != nil {
 		o.unavailable(*obs, err)
@@ -748,7 +767,7 @@ func (s *Elasticsearch) recovered(o *outage) {
 	o.down, o.delayed = false, 0
 	s.mu.Unlock()
 	if obs := s.obs.Load(); obs != nil {
-		o.available(*obs, time.Since(since), delayed)
+		o.available(*obs, s.clock().Sub(since), delayed)
 	}
 }
 

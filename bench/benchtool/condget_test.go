@@ -129,12 +129,14 @@ func watchShell(t *testing.T, script string, args ...string) MemPeak {
 	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
 		t.Fatalf("the shell did not get ready: %q %v", buf, err)
 	}
-	got := make(chan MemPeak, 1)
-	go func() { got <- watchSession(cmd.Process.Pid, 10*time.Millisecond, nil) }()
-	// Let it sample a while: the session ends only once it is told to.
-	time.Sleep(200 * time.Millisecond)
+	got, tick, done := make(chan MemPeak, 1), make(chan time.Time), make(chan struct{})
+	go func() { got <- watchSessionOn(cmd.Process.Pid, tick, done) }()
+	// The tick is taken once the first sample is: the session ends only
+	// once it is told to.
+	tick <- time.Time{}
 	stdin.Close()
 	_ = cmd.Wait()
+	close(done)
 	return <-got
 }
 

@@ -50,9 +50,14 @@ func runMemWatch(args []string) error {
 // watchSession samples until the session has no process left or done is
 // closed, and returns the peaks of its process with the most anonymous memory.
 func watchSession(sid int, every time.Duration, done <-chan struct{}) MemPeak {
-	peaks := map[int]*MemPeak{}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	return watchSessionOn(sid, tick.C, done)
+}
+
+// watchSessionOn is watchSession sampling at once and then at each tick.
+func watchSessionOn(sid int, tick <-chan time.Time, done <-chan struct{}) MemPeak {
+	peaks := map[int]*MemPeak{}
 	for {
 		// The session is walked at every sample: the measured program is
 		// started by timeout(1) after the watch begins, and a short run
@@ -78,7 +83,7 @@ func watchSession(sid int, every time.Duration, done <-chan struct{}) MemPeak {
 		select {
 		case <-done:
 			return biggest(peaks)
-		case <-tick.C:
+		case <-tick:
 		}
 	}
 }

@@ -234,6 +234,8 @@ func (s *site) validator(path string, body []byte) validator {
 	if ok && v.etag == etag {
 		return v
 	}
+	// The site is served to a crawler running in real time: its dates
+	// are the machine's clock, as a real server's are.
 	mod := time.Now().UTC().Truncate(time.Second)
 	if ok && !mod.After(v.modified) {
 		mod = v.modified.Add(time.Second)

@@ -55,7 +55,52 @@ const (
 	clusterPages = 40 // per host
 )
 
-func newClusterSites(t *testing.T, hosts, pages int, delay time.Duration) []*clusterSite {
+// siteHold holds the sites' page requests past the first n until the
+// test releases them: the test acts mid-crawl, with requests in flight,
+// however fast the machine crawls.
+type siteHold struct {
+	n       int64
+	served  atomic.Int64
+	reached chan struct{} // closed at the nth request
+	release chan struct{}
+	once    sync.Once
+}
+
+// newSiteHold holds the requests past the first n until Release or the
+// end of the test.
+func newSiteHold(t *testing.T, n int) *siteHold {
+	h := &siteHold{n: int64(n), reached: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(h.Release)
+	return h
+}
+
+// pass lets a request through, or holds it once n have passed.
+func (h *siteHold) pass() {
+	switch n := h.served.Add(1); {
+	case n == h.n:
+		close(h.reached)
+	case n > h.n:
+		<-h.release
+	}
+}
+
+// Release lets every request through from now on.
+func (h *siteHold) Release() { h.once.Do(func() { close(h.release) }) }
+
+// await waits until n requests have passed, failing as awaitExit does
+// shortly before go test's -timeout.
+func (h *siteHold) await(t *testing.T, state func() string, ps ...*proc) {
+	t.Helper()
+	select {
+	case <-h.reached:
+	case <-nearDeadline(t):
+		hung(t, fmt.Sprintf("the sites had not served %d page requests", h.n), state, ps)
+	}
+}
+
+// newClusterSites starts the hosts of a crawl; hold, when not nil, holds
+// their page requests.
+func newClusterSites(t *testing.T, hosts, pages int, hold *siteHold) []*clusterSite {
 	t.Helper()
 	sites := make([]*clusterSite, hosts)
 	for i := range sites {
@@ -89,7 +134,9 @@ func newClusterSites(t *testing.T, hosts, pages int, delay time.Duration) []*clu
 				http.NotFound(w, r)
 				return
 			}
-			time.Sleep(delay)
+			if hold != nil {
+				hold.pass()
+			}
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			fmt.Fprintf(w, "<html><head><title>%s page %d</title></head><body><p>Page %d of host %d.</p>", r.Host, p, p, i)
 			for _, q := range []int{2*p + 1, 2*p + 2} {
@@ -188,9 +235,15 @@ func searchIDs(t *testing.T, index, query string) []string {
 }
 
 func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnotherJoinsLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs crawlspace in child processes")
+	}
 	t.Parallel()
-	// Slow enough that a kill lands mid-crawl.
-	sites := newClusterSites(t, clusterHosts, clusterPages, 30*time.Millisecond)
+	// The kill lands mid-crawl: the sites hold their requests past a
+	// third of the pages until b is killed, some of them b's.
+	const all = clusterHosts * clusterPages
+	hold := newSiteHold(t, all/3)
+	sites := newClusterSites(t, clusterHosts, clusterPages, hold)
 	name := estest.Index(t)
 	var starts []string
 	for _, s := range sites {
@@ -215,14 +268,12 @@ func TestProcessesSharingACrawlFetchEachPageOnceOrTwiceWhenOneIsKilledAndAnother
 	}
 	a, b, c := start("a"), start("b"), start("c")
 	procs := []*proc{a, b, c}
-	const all = clusterHosts * clusterPages
-	for fetchedAll() < all/3 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	hold.await(t, func() string { return fmt.Sprintf("%d of %d pages fetched", fetchedAll(), all) }, procs...)
 	b.cmd.Process.Signal(syscall.SIGKILL)
 	<-b.done
 	killed := time.Now()
 	killedAt := fetchedAll()
+	hold.Release()
 	// What may be fetched again: the pages b requested whose outcome it
 	// had not stored (in flight at the kill), and those whose document it
 	// had not seen acknowledged, in whichever partition they are now.

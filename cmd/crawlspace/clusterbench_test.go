@@ -26,7 +26,7 @@ func TestClusterFigures(t *testing.T) {
 	const hosts, pages = 30, 100
 	for _, n := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			sites := newClusterSites(t, hosts, pages, 0)
+			sites := newClusterSites(t, hosts, pages, nil)
 			name := estest.Index(t)
 			var starts []string
 			for _, s := range sites {

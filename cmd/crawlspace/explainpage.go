@@ -62,6 +62,8 @@ func mapPage(cfg *config.Config, set *rules.Set, l explanation, file string, std
 	if strings.HasPrefix(ctype, "text/plain") {
 		ctype = "text/html" // a saved page without a doctype sniffs as text
 	}
+	// explain runs no crawler, so no crawler's clock: the saved page is
+	// mapped as if fetched now, by the machine's clock.
 	page := mapping.Page{URL: u, Header: http.Header{"Content-Type": {ctype}},
 		Body: body, Source: l.Source, Fetched: time.Now().UTC(), AddMeta: meta}
 	if l.Fetch != l.Key {

@@ -23,8 +23,8 @@ type runCluster struct {
 	procs []*proc
 }
 
-func newRunCluster(t *testing.T, pages int, delay time.Duration) *runCluster {
-	return &runCluster{sites: newClusterSites(t, clusterHosts, pages, delay), pages: pages, name: estest.Index(t), proxy: estest.Proxy(t)}
+func newRunCluster(t *testing.T, pages int, hold *siteHold) *runCluster {
+	return &runCluster{sites: newClusterSites(t, clusterHosts, pages, hold), pages: pages, name: estest.Index(t), proxy: estest.Proxy(t)}
 }
 
 // start starts crawlspace command as the process node.
@@ -139,11 +139,15 @@ func TestTwoRunProcessesFinishTheCrawlAfterAnOutageOfTheStateNode(t *testing.T) 
 		t.Skip("runs crawlspace in child processes")
 	}
 	t.Parallel()
-	rc := newRunCluster(t, clusterPages, 30*time.Millisecond)
-	a, b := rc.start(t, "run", "a"), rc.start(t, "run", "b")
 	const all = clusterHosts * clusterPages
-	waitUntil(t, func() bool { p, _ := rc.fetched(); return p >= all/4 }, rc.state(t), a, b)
+	// The outage begins mid-crawl: the sites hold their requests past a
+	// quarter of the pages until the state node is unreachable.
+	hold := newSiteHold(t, all/4)
+	rc := newRunCluster(t, clusterPages, hold)
+	a, b := rc.start(t, "run", "a"), rc.start(t, "run", "b")
+	hold.await(t, rc.state(t), a, b)
 	estest.SetFault(t, rc.proxy, faultproxy.Fault{Mode: faultproxy.Refuse})
+	hold.Release()
 	outage := time.Now()
 	pagesAtOutage, _ := rc.fetched()
 	// Until each process's cycle has failed on the store: past the outcomes'
@@ -178,7 +182,7 @@ func TestReindexBesideRunProcessesFetchesTheWholeCrawlAgainAndExits(t *testing.T
 	}
 	t.Parallel()
 	const pages = 10 // per host
-	rc := newRunCluster(t, pages, 0)
+	rc := newRunCluster(t, pages, nil)
 	a, b := rc.start(t, "run", "a"), rc.start(t, "run", "b")
 	const all = clusterHosts * pages
 	waitUntil(t, func() bool {

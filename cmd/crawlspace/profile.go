@@ -84,17 +84,18 @@ func startProfiles() (stop func()) {
 // last collection) every heapProfileEvery until done, through a temporary
 // file so a reader never sees half a profile.
 func writeHeapProfiles(path string, done <-chan struct{}) {
-	writeHeapProfilesEvery(path, heapProfileEvery, done)
+	t := time.NewTicker(heapProfileEvery)
+	defer t.Stop()
+	writeHeapProfilesOn(path, t.C, done)
 }
 
-func writeHeapProfilesEvery(path string, every time.Duration, done <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+// writeHeapProfilesOn writes the profile at each tick until done.
+func writeHeapProfilesOn(path string, tick <-chan time.Time, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		tmp := path + ".tmp"
 		f, err := os.Create(tmp)

@@ -14,15 +14,11 @@ import (
 
 func TestHeapProfileIsRewrittenWhileTheCommandRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heap.prof")
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() { writeHeapProfilesEvery(path, time.Millisecond, done); close(stopped) }()
-	for {
-		if _, err := os.Stat(path); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	tick, done, stopped := make(chan time.Time), make(chan struct{}), make(chan struct{})
+	go func() { writeHeapProfilesOn(path, tick, done); close(stopped) }()
+	// The second tick is taken once the first one's profile is written.
+	tick <- time.Time{}
+	tick <- time.Time{}
 	close(done)
 	<-stopped
 	raw, err := os.ReadFile(path)

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/crawlspace/crawlspace/internal/chromiumtest"
+	"github.com/crawlspace/crawlspace/internal/proctest"
 	"github.com/crawlspace/crawlspace/render"
 )
 
@@ -123,14 +123,12 @@ sources:
 			// The kernel kills the browser as its parent dies, and the
 			// browser's children end with it; that takes a moment after
 			// the crawler's own exit.
-			var left []string
-			for range 100 {
-				if left = browserProcesses(tmp); len(left) == 0 {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
+			for _, p := range browserProcesses(tmp) {
+				var pid int
+				fmt.Sscan(p, &pid)
+				proctest.Ended(t, pid)
 			}
-			if len(left) > 0 {
+			if left := browserProcesses(tmp); len(left) > 0 {
 				t.Errorf("browser processes outlived the crawler (%s):\n%s\n%s", sig, strings.Join(left, "\n"), stderr.String())
 			}
 		})

@@ -54,9 +54,12 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 		return exitFailed
 	}
 	defer c.Close()
+	// The service reads the crawler's clock, as the crawler's parts do.
+	now := c.Now
 	states := monitor.NewStates(c.Store(), cfg)
+	states.Now = now
 	states.Kick()
-	notifier, err := control.NewNotifier(cfg.Service.Notify, buildVersion(), log)
+	notifier, err := control.NewNotifier(cfg.Service.Notify, buildVersion(), now, log)
 	if err != nil {
 		log.Error("cannot send the cycle notifications", "err", err)
 		return exitFailed
@@ -73,7 +76,7 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 	var status *monitor.Server
 	if addr := cfg.Service.Address; addr != "" {
 		var err error
-		if status, err = startService(cfg, c, states, wake, log, hooks); err != nil {
+		if status, err = startService(cfg, c, states, wake, now, log, hooks); err != nil {
 			log.Error("cannot serve metrics, the status page and the control API", "address", addr, "err", err)
 			return exitFailed
 		}
@@ -87,16 +90,17 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 	var down storeOutage
 	for {
 		stopProgress := o.watch(ctx, c, states)
-		report, next, err := c.CrawlDue(ctx, time.Now())
+		report, next, err := c.CrawlDue(ctx, now())
 		stopProgress()
-		wait := min(time.Until(next), agedEvery)
+		ended := now()
+		wait := min(next.Sub(ended), agedEvery)
 		var clusterErr *esfrontier.Error
-		retry, failing := down.failed(errors.As(err, &clusterErr), time.Now())
+		retry, failing := down.failed(errors.As(err, &clusterErr), ended)
 		if failing {
 			wait = retry
 		}
 		if status != nil {
-			status.CycleDone(report, err, time.Now().Add(max(wait, time.Second)))
+			status.CycleDone(report, err, ended.Add(max(wait, time.Second)))
 		}
 		if report != nil {
 			notifier.CycleDone(report)
@@ -124,13 +128,13 @@ func serve(ctx context.Context, cfg *config.Config, set *rules.Set, o output, re
 			// back if the cluster answers, else left to expire, so that the
 			// processes that can crawl take them.
 			log.Error("cycle failed: the state store stayed unreachable, the service stops",
-				"for", down.lasted(time.Now()).Round(time.Second).String(), "err", err)
+				"for", down.lasted(ended).Round(time.Second).String(), "err", err)
 			return exitFailed
 		case failing:
 			// The partitions this process holds wait for it: it tries again
 			// soon, not at the next discovery.
 			log.Warn("cycle failed: the state store is unreachable, the cycle is tried again",
-				"in", retry.String(), "failing_for", down.lasted(time.Now()).Round(time.Second).String(), "err", err)
+				"in", retry.String(), "failing_for", down.lasted(ended).Round(time.Second).String(), "err", err)
 		case err != nil:
 			// A failed cycle (Elasticsearch down, say) is retried at the next
 			// wake-up; its pending writes are kept in the state store.
@@ -210,7 +214,7 @@ func agedCheckInterval(cfg *config.Config) time.Duration {
 
 // startService serves /metrics, the status page and the control API on
 // the service's address.
-func startService(cfg *config.Config, c *provider.Crawler, states *monitor.States, wake chan<- struct{}, log *slog.Logger, hooks serveHooks) (*monitor.Server, error) {
+func startService(cfg *config.Config, c *provider.Crawler, states *monitor.States, wake chan<- struct{}, now func() time.Time, log *slog.Logger, hooks serveHooks) (*monitor.Server, error) {
 	names := make([]string, 0, len(cfg.Sources))
 	for i := range cfg.Sources {
 		names = append(names, cfg.Sources[i].Name)
@@ -222,10 +226,11 @@ func startService(cfg *config.Config, c *provider.Crawler, states *monitor.State
 	}
 	c.SetObserver(metrics)
 	status := monitor.NewServer(cfg, c, metrics, states, versionLine(), log)
+	status.Now = now
 	if cl := c.Cluster(); cl != nil {
 		status.ShowCluster(cl)
 	}
-	api := control.New(control.Options{Crawler: c, Status: func() any { return status.View() }, Tokens: cfg.Service.Tokens, Log: log,
+	api := control.New(control.Options{Crawler: c, Status: func() any { return status.View() }, Tokens: cfg.Service.Tokens, Log: log, Now: now,
 		Wake: func() {
 			select {
 			case wake <- struct{}{}:

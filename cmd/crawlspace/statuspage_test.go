@@ -14,27 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/crawlspace/crawlspace/internal/servicetest"
+	"github.com/crawlspace/crawlspace/internal/chromiumtest"
 	"github.com/crawlspace/crawlspace/provider"
 )
-
-// inCI is true under CI, where a missing browser fails instead of skipping.
-func inCI() bool { return servicetest.InCI() }
-
-// chromiumPath finds Debian's chromium (scripts/test installs it).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if inCI() {
-		t.Fatal("chromium is not installed (scripts/test installs Debian's chromium package)")
-	}
-	t.Skip("chromium is not installed: the status page is not checked in a browser (scripts/test installs it)")
-	return ""
-}
 
 // artifactDir is where tests leave files for people to look at:
 // $CRAWLSPACE_TEST_ARTIFACTS, else out/test-artifacts in the repository
@@ -113,7 +95,7 @@ func service(t *testing.T, cfgPath string) (base string, first *provider.Report)
 }
 
 func TestRunServesAStatusPageThatChromiumRenders(t *testing.T) {
-	chromium := chromiumPath(t)
+	chromium := chromiumtest.Path(t)
 	site := httptest.NewServer(http.FileServer(http.Dir(filepath.Join("..", "..", "testdata", "site"))))
 	defer site.Close()
 	dir := t.TempDir()

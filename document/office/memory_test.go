@@ -160,6 +160,9 @@ func readGrowth(t *testing.T, bin, name string, copies, parallel int) (int64, []
 // many at a time, what each read gives, and the memory all of them may
 // take.
 func TestHostileFilesCostTheirBoundsNotWhatTheyPack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: reads each hostile file in a child process, ten seconds")
+	}
 	bin := childBinary(t)
 	for _, c := range []struct {
 		about            string

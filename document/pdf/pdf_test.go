@@ -1,11 +1,13 @@
 package pdf
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crawlspace/crawlspace/document"
+	"github.com/crawlspace/crawlspace/internal/proctest"
 	"github.com/crawlspace/crawlspace/internal/wordmatch"
 )
 
@@ -362,6 +365,9 @@ func TestReadReturnsTimeoutPromptlyWhenCtxEndsMidExtraction(t *testing.T) {
 }
 
 func TestReadPastMemoryLimitIsTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: decompression bombs and 3,000 pages, half a minute")
+	}
 	bomb := bombPDF()
 	for _, mem := range []int64{32 << 20, document.DefaultMaxMemory} {
 		_, err := reader.Read(context.Background(), bomb, document.Limits{MaxMemory: mem})
@@ -595,9 +601,12 @@ func TestWorkerDyingMidReadIsCorruptAndReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := workers(r)[0]
-	// Killed from outside while it reads, as the kernel's OOM killer would.
+	// Killed from outside while it reads, as the kernel's OOM killer would:
+	// once the request is written and the answer awaited.
+	reading := make(chan struct{})
+	w.out = bufio.NewReader(&firstRead{r: w.out, first: reading})
 	go func() {
-		time.Sleep(200 * time.Millisecond)
+		<-reading
 		w.cmd.Process.Kill()
 	}()
 	_, err := r.Read(context.Background(), big(), document.Limits{})
@@ -621,8 +630,7 @@ func TestWorkerDiesWithItsParent(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Println(w.cmd.Process.Pid)
-		time.Sleep(time.Minute)
-		return
+		select {} // until the test kills this parent
 	}
 	if _, err := os.Stat("/proc/self"); err != nil {
 		t.Skip("no /proc")
@@ -644,20 +652,19 @@ func TestWorkerDiesWithItsParent(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	// The worker is reparented, to init or a subreaper, which reaps it.
-	for i := 0; i < 300 && !gone(pid) && !zombie(pid); i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !gone(pid) && !zombie(pid) {
+	if !proctest.Ended(t, pid) {
 		t.Errorf("worker %d still running after its parent was killed", pid)
 	}
 }
 
-// zombie says pid has exited and waits to be reaped.
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
+// firstRead tells first once its first Read begins.
+type firstRead struct {
+	r     io.Reader
+	first chan struct{}
+	once  sync.Once
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	f.once.Do(func() { close(f.first) })
+	return f.r.Read(p)
 }

@@ -260,15 +260,17 @@ func TestAnswerPastItsBoundIsTooLarge(t *testing.T) {
 }
 
 func TestEndedContextIsATimeoutEvenWhileTheServerWorks(t *testing.T) {
-	release := make(chan struct{})
+	release, working := make(chan struct{}), make(chan struct{})
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(working)
 		<-release
 	}))
 	defer s.Close()
 	defer close(release)
 	ctx, cancel := context.WithCancel(context.Background())
+	// Ended once the server has the request and works on it.
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		<-working
 		cancel()
 	}()
 	_, err := Reader{URL: s.URL}.Read(ctx, []byte("x"), document.Limits{})

@@ -70,8 +70,9 @@ func TestAGroupOfDuplicatesSpansHostsOfTwoProcessesAndShowsEachOutcomeOnceStored
 	t.Parallel()
 	prefix := estest.Index(t)
 	a := open(t, prefix, "a", 3*time.Second)
-	b := open(t, prefix, "b", 3*time.Second)
-	waitFor(t, func() bool {
+	proxy := estest.Proxy(t)
+	b := openVia(t, proxy.URL, prefix, "b", 3*time.Second)
+	waitFor(t, proxy, func() bool {
 		v := b.Cluster()
 		return count(v.Holders, "a") == 4 && count(v.Holders, "b") == 4
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/fakeclock"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 )
 
@@ -137,17 +138,18 @@ func TestPartitionsTakenInRoundsWhoseAnswersWereLostAreScheduledOnceARoundSuccee
 	// answer, while a gives the partitions over its share back.
 	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.LoseAnswer, Path: "/_bulk?refresh=true"})
 	ctx := untilDeadline(t)
-	for held := 0; held < 4; {
-		if ctx.Err() != nil {
-			t.Fatalf("b holds %d partitions in the node, want 4 (half of 8)", held)
-		}
-		time.Sleep(100 * time.Millisecond)
+	held := 0
+	// Checked again at each of b's requests: its rounds write the leases.
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool {
 		held = 0
 		for _, l := range leases(t, prefix) {
 			if l.Holder == "b" {
 				held++
 			}
 		}
+		return held >= 4
+	}); err != nil {
+		t.Fatalf("b holds %d partitions in the node, want 4 (half of 8): %v", held, err)
 	}
 	// One more lost round: b adopts the leases that name it in a round
 	// that fails.
@@ -251,30 +253,29 @@ func TestAPartitionIsGivenBackOnlyOnceItsDocumentWritesAreAcknowledged(t *testin
 	a := open(t, prefix, "a", 3*time.Second)
 	host, part := writePendingWhereGivenBack(t, a)
 	ctx := untilDeadline(t)
-	b := open(t, prefix, "b", 3*time.Second)
+	// Each condition below is checked again at each of b's requests: the
+	// rounds of both processes come at the same pace.
+	proxy := estest.Proxy(t)
+	b := openVia(t, proxy.URL, prefix, "b", 3*time.Second)
 	// b gets the three other partitions a gives back...
-	for count(b.Cluster().Holders, "b") < 3 {
-		if ctx.Err() != nil {
-			t.Fatalf("b holds %v, want the three partitions of a's highest four without a write pending", b.Cluster().Holders)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool { return count(b.Cluster().Holders, "b") >= 3 }); err != nil {
+		t.Fatalf("b holds %v, want the three partitions of a's highest four without a write pending", b.Cluster().Holders)
 	}
 	// ...and not the one with the unacknowledged write, round after round.
 	before := leases(t, prefix)[part].Expires
-	for leases(t, prefix)[part].Expires == before || leases(t, prefix)[part].Holder != "a" {
-		if ctx.Err() != nil || leases(t, prefix)[part].Holder != "a" {
-			t.Fatalf("partition %d went to %q with a's write there unacknowledged", part, leases(t, prefix)[part].Holder)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var holder string
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool {
+		l := leases(t, prefix)[part]
+		holder = l.Holder
+		return l.Expires != before || holder != "a"
+	}); err != nil || holder != "a" {
+		t.Fatalf("partition %d went to %q with a's write there unacknowledged (%v)", part, holder, err)
 	}
 	if _, err := a.Acknowledge([]frontier.Ack{{URL: host + "/"}}); err != nil {
 		t.Fatal(err)
 	}
-	for leases(t, prefix)[part].Holder != "b" {
-		if ctx.Err() != nil {
-			t.Fatalf("partition %d is still %q's once its write was acknowledged", part, leases(t, prefix)[part].Holder)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool { return leases(t, prefix)[part].Holder == "b" }); err != nil {
+		t.Fatalf("partition %d is still %q's once its write was acknowledged", part, leases(t, prefix)[part].Holder)
 	}
 }
 
@@ -300,18 +301,14 @@ func TestAPartitionIsGivenBackOnceAnAcknowledgementFailedOnTheNode(t *testing.T)
 		t.Fatal("an acknowledgement was recorded with the node refusing connections")
 	}
 	estest.SetFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Pass})
-	b := open(t, prefix, "b", 3*time.Second)
-	for !gaveBack(said.String(), part) {
-		if ctx.Err() != nil {
-			t.Fatalf("a never gave partition %d back, its write's acknowledgement lost in the outage; a said:\n%s", part, said)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// Both processes reach the node through the proxy: each condition is
+	// checked again at each of their requests.
+	b := openVia(t, proxy.URL, prefix, "b", 3*time.Second)
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool { return gaveBack(said.String(), part) }); err != nil {
+		t.Fatalf("a never gave partition %d back, its write's acknowledgement lost in the outage; a said:\n%s", part, said)
 	}
-	for b.Cluster().Holders[part] != "b" {
-		if ctx.Err() != nil {
-			t.Fatalf("b never took partition %d, which a gave back", part)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool { return b.Cluster().Holders[part] == "b" }); err != nil {
+		t.Fatalf("b never took partition %d, which a gave back", part)
 	}
 	pending, err := b.Pending()
 	if err != nil {
@@ -329,7 +326,11 @@ func TestAPartitionIsGivenBackOnceAnAcknowledgementFailedOnTheNode(t *testing.T)
 func TestAFetchedURLIsNotLeasedAgainFromAReadOlderThanItsOutcome(t *testing.T) {
 	t.Parallel()
 	prefix := estest.Index(t)
-	a := open(t, prefix, "a", 6*time.Second)
+	// The process's clock is moved past the window instead of waiting it
+	// out; its leases last long enough that moving it expires none.
+	clock := fakeclock.New(time.Now())
+	a := openWith(t, estest.URL(t), esfrontier.Options{Prefix: prefix, Node: "a", Partitions: 8, LeaseTTL: time.Hour, Now: clock.Now,
+		Policy: func(string) frontier.HostPolicy { return frontier.HostPolicy{MaxParallel: 1} }})
 	a.BeginCycle()
 	a.Add(item("http://a.test/1"), item("http://a.test/2"))
 	ctx := untilDeadline(t)
@@ -350,7 +351,7 @@ func TestAFetchedURLIsNotLeasedAgainFromAReadOlderThanItsOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Past the time-based window, reads still show it Waiting.
-	time.Sleep(8 * time.Second)
+	clock.Advance(8 * time.Second)
 	next, err := a.Next(ctx)
 	if err != nil {
 		t.Fatal(err)

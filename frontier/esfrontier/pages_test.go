@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
@@ -78,9 +77,9 @@ func TestPageBudgetsHoldAcrossTwoProcessesAndTheNextCycleFetchesWhatTheyHeldBack
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := untilDeadline(t)
-		for b.Cycle() < c && ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
+		select {
+		case <-b.CycleAfter(c - 1):
+		case <-untilDeadline(t).Done():
 		}
 		if b.Cycle() != c {
 			t.Fatalf("the processes are in cycles %d and %d", c, b.Cycle())

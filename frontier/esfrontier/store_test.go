@@ -12,6 +12,7 @@ import (
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
 )
 
 func open(t *testing.T, prefix, node string, ttl time.Duration) *esfrontier.Store {
@@ -127,15 +128,16 @@ func TestEachPartitionIsHeldByOneProcessAndALeavingOneHandsItsShareOver(t *testi
 	t.Parallel()
 	prefix := estest.Index(t)
 	a := open(t, prefix, "a", 3*time.Second)
-	b := open(t, prefix, "b", 3*time.Second)
+	proxy := estest.Proxy(t)
+	b := openVia(t, proxy.URL, prefix, "b", 3*time.Second)
 	// b joined after a took every partition: a hands half over at its
 	// next rounds.
-	waitFor(t, func() bool {
+	waitFor(t, proxy, func() bool {
 		v := b.Cluster()
 		return count(v.Holders, "a") == 4 && count(v.Holders, "b") == 4
 	})
 	a.Close()
-	waitFor(t, func() bool { return count(b.Cluster().Holders, "b") == 8 })
+	waitFor(t, proxy, func() bool { return count(b.Cluster().Holders, "b") == 8 })
 }
 
 func TestTheNextHolderOfADeadProcessesPartitionsFetchesItsInFlightAndUnacknowledgedPagesAgain(t *testing.T) {
@@ -169,11 +171,14 @@ func TestTheNextHolderOfADeadProcessesPartitionsFetchesItsInFlightAndUnacknowled
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitFor waits until cond holds, checking it again at each request a
+// store opened through p (openVia) sends: what the stores know of their
+// cluster changes only with their rounds. No time limit: go test's
+// -timeout ends a test that waits for ever.
+func waitFor(t *testing.T, p *faultproxy.Proxy, cond func() bool) {
 	t.Helper()
-	// No time limit: go test's -timeout ends a test that waits for ever.
-	for !cond() {
-		time.Sleep(100 * time.Millisecond)
+	if err := p.Await(context.Background(), func(faultproxy.Stats) bool { return cond() }); err != nil {
+		t.Fatal(err)
 	}
 }
 

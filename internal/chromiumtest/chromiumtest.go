@@ -9,12 +9,17 @@ import (
 )
 
 // Path is the chromium executable. Without one the test skips, saying how
-// to get it; under CI (CI set to anything but false or 0) it fails.
+// to get it; under CI (CI set to anything but false or 0) it fails. Under
+// go test -short it skips: the inner loop starts no browser.
 func Path(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err == nil {
-		return p
+	if testing.Short() {
+		t.Skip("-short: the tests that start Chromium are left out")
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
 	}
 	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
 		t.Fatal("chromium is not installed (scripts/test installs Debian's chromium package)")

@@ -54,6 +54,7 @@ func URL(t testing.TB) string {
 // Key returns an API key of the test's own: the server counts the requests sent with it apart
 // from everyone else's (Stats).
 func Key(t testing.TB) string {
+	// The machine's clock makes the key unique across runs; it dates nothing.
 	return fmt.Sprintf("test-%s-%d", strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()), time.Now().UnixNano())
 }
 

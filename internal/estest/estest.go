@@ -50,9 +50,10 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 // URL returns the node's base URL, without a trailing slash: CRAWLSPACE_ES_URL, else port
 // CRAWLSPACE_ES_PORT on 127.0.0.1, else DefaultURL.
 // The node is checked once per test binary; if it cannot be reached the test is skipped, or failed
-// when CI is set.
+// when CI is set. Under go test -short the node is used only when those variables name it.
 func URL(t testing.TB) string {
 	t.Helper()
+	servicetest.SkipShort(t, "Elasticsearch", EnvURL, EnvPort)
 	probeOnce.Do(func() {
 		probedURL = strings.TrimRight(os.Getenv(EnvURL), "/")
 		if probedURL == "" {

@@ -62,6 +62,9 @@ func TestMain(m *testing.M) {
 // or no apt-get) the test skips, and fails under CI.
 func releaseDir(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds the release and its image (scripts/release)")
+	}
 	releaseOnce.Do(func() {
 		tmp, err := os.MkdirTemp("", "crawlspace-release-")
 		if err != nil {

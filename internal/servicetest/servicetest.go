@@ -2,7 +2,8 @@
 // the embedding model): at the URL an environment variable names, else on 127.0.0.1 at the port
 // the script also reads, else at its default address. It is checked once per test binary; where
 // it cannot be reached the test skips, except under CI, where it fails: a CI run must never pass
-// by skipping the tests of a real part.
+// by skipping the tests of a real part. Under go test -short only a server its variables name is
+// used (SkipShort).
 package servicetest
 
 import (
@@ -19,6 +20,22 @@ func InCI() bool {
 		return false
 	}
 	return true
+}
+
+// SkipShort skips t under go test -short unless one of envs is set: the inner loop runs without
+// outside servers, whatever happens to listen at their default addresses, and one named on purpose
+// is used.
+func SkipShort(t testing.TB, name string, envs ...string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	for _, e := range envs {
+		if os.Getenv(e) != "" {
+			return
+		}
+	}
+	t.Skipf("-short: %s is left out (set %s to use one)", name, strings.Join(envs, " or "))
 }
 
 // Server is one server a script starts.
@@ -41,6 +58,7 @@ type Server struct {
 // URL returns the server's base URL, without a trailing slash, or skips (fails under CI) the test.
 func (s *Server) URL(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, s.Name, s.EnvURL, s.EnvPort)
 	s.once.Do(func() {
 		s.url = strings.TrimRight(os.Getenv(s.EnvURL), "/")
 		if s.url == "" {

@@ -5,6 +5,7 @@
 //
 // -bolt stock runs with bbolt's default options, for before/after figures;
 // -links N stores N outlinks with each completion and times a walk over them.
+// It times with the machine's clock, not a crawler's: it measures.
 package main
 
 import (
