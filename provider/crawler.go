@@ -116,7 +116,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
-		polite: newPoliteness(), unsettled: newUnsettledGroups()}
+		unsettled: newUnsettledGroups()}
 	c.clock.Store(new(time.Now))
 	c.cycles.report.Store(NewReport(""))
 	var err error
@@ -137,6 +137,13 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		c.order = append(c.order, src)
 		c.fetchers = append(c.fetchers, src.fetch)
 	}
+	// politeness takes the sources and where it says what it learns; the
+	// state store joins it once opened.
+	deps := politeDeps{fetchers: c.fetchers, agent: c.agent, now: c.now, log: c.log, report: c.reportNow}
+	for _, src := range c.order {
+		deps.sources = append(deps.sources, src.cfg)
+	}
+	c.polite = newPoliteness(deps)
 	c.robots = c.newRobots()
 	front, closer, err := c.openStore(cfg)
 	if err != nil {
@@ -144,6 +151,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		return nil, err // it names the state store
 	}
 	c.front, c.store = front, closer
+	c.polite.store = front
 	c.writes = newWriter(front, log, c.reportNow)
 	s, err := open(c.writes.result)
 	if err != nil {
@@ -191,7 +199,7 @@ func (c *Crawler) warnings(report *Report) {
 // newRobots is the crawler's robots.txt cache, fetching through the
 // sources' fetch layers.
 func (c *Crawler) newRobots() *robots.Cache {
-	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry, Now: c.now})
+	return robots.NewCache(c.polite.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry, Now: c.now})
 }
 
 // Close flushes and closes the sink, within closeGrace, and closes the

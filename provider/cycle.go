@@ -116,7 +116,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if !resumed {
 		start = append(start, c.recheckHeld)
 	}
-	for _, step := range append(start, c.checkpoint, c.forgetCrawlDelays) {
+	for _, step := range append(start, c.checkpoint, c.polite.forget) {
 		if err := step(); err != nil {
 			return err
 		}
