@@ -118,6 +118,7 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
 		unsettled: newUnsettledGroups()}
 	c.clock.Store(new(time.Now))
+	c.cycles.now = c.now
 	c.cycles.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
@@ -150,9 +151,9 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		c.readers.close()
 		return nil, err // it names the state store
 	}
-	c.front, c.store = front, closer
-	c.polite.store = front
+	c.store = closer
 	c.writes = newWriter(front, log, c.reportNow)
+	c.useStore(front)
 	s, err := open(c.writes.result)
 	if err != nil {
 		c.writes.acks.close()
@@ -168,6 +169,13 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		u.UseClock(c.now)
 	}
 	return c, nil
+}
+
+// useStore makes front the state store of every part that asks it: the
+// crawl, politeness, the cycles and the writer.
+func (c *Crawler) useStore(front frontier.Store) {
+	c.front = front
+	c.polite.store, c.cycles.meta, c.writes.store = front, front, front
 }
 
 // warnings are the conditions every cycle's report repeats.
@@ -234,7 +242,7 @@ func (c *Crawler) now() time.Time { return (*c.clock.Load())() }
 func (c *Crawler) Now() time.Time { return c.now() }
 
 // reportNow is the report of the cycle running, or of the last one.
-func (c *Crawler) reportNow() *Report { return c.cycles.report.Load() }
+func (c *Crawler) reportNow() *Report { return c.cycles.current() }
 
 // Meta keys of the state store.
 const (
