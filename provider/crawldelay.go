@@ -96,43 +96,41 @@ func PolitenessDelay(cfg *config.Config, set *rules.Set, host string, crawlDelay
 	return HostDelay(sc.Politeness, host, sc.Name, crawlDelay)
 }
 
-// learnCrawlDelay keeps the Crawl-delay of the host's robots.txt r, for
-// the host's politeness (policy), when sc obeys it, and says so once per
-// host and cycle (noteCrawlDelay).
-func (c *Crawler) learnCrawlDelay(sc *config.Source, hostKey string, r *robots.Rules) {
+// learnFrom keeps the Crawl-delay of the host's robots.txt r, for the
+// host's policy, when sc obeys it, and says so once per host and cycle
+// (note).
+func (p *politeness) learnFrom(sc *config.Source, hostKey string, r *robots.Rules) {
 	if !*sc.Politeness.ObeyCrawlDelay {
 		return
 	}
-	if d := r.CrawlDelay(c.agent); d > 0 && c.polite.learn(hostKey, d) {
-		c.noteCrawlDelay(hostKey, d)
+	if d := r.CrawlDelay(p.agent); d > 0 && p.learn(hostKey, d) {
+		p.note(hostKey, d)
 	}
 }
 
-// noteCrawlDelay says, the first time in a cycle a host's robots.txt asks
-// for a Crawl-delay d (or asks for another one: politeness.learn), what
-// the crawler keeps: an INFO line, a WARN line when
-// politeness.max_crawl_delay cuts it, an entry of the report, and one in
-// the state store for status.
-func (c *Crawler) noteCrawlDelay(host string, d time.Duration) {
-	src := c.sourceForHost(host)
-	cd := HostDelay(src.cfg.Politeness, host, src.cfg.Name, d)
+// note says, the first time in a cycle a host's robots.txt asks for a
+// Crawl-delay d (or asks for another one: learn), what the crawler keeps:
+// an INFO line, a WARN line when politeness.max_crawl_delay cuts it, an
+// entry of the report, and one in the state store for status.
+func (p *politeness) note(host string, d time.Duration) {
+	sc := p.owner(host)
+	cd := HostDelay(sc.Politeness, host, sc.Name, d)
 	if cd.Capped {
-		c.log.Warn("robots.txt Crawl-delay capped", "host", host, "source", cd.Source, "crawl_delay", cd.Asked,
+		p.log.Warn("robots.txt Crawl-delay capped", "host", host, "source", cd.Source, "crawl_delay", cd.Asked,
 			"delay", cd.Delay, "setting", "politeness.max_crawl_delay")
 	} else {
-		c.log.Info("robots.txt Crawl-delay honoured", "host", host, "source", cd.Source, "crawl_delay", cd.Asked, "delay", cd.Delay)
+		p.log.Info("robots.txt Crawl-delay honoured", "host", host, "source", cd.Source, "crawl_delay", cd.Asked, "delay", cd.Delay)
 	}
-	c.reportNow().crawlDelay(cd)
-	c.storeCrawlDelay(cd)
+	p.report().crawlDelay(cd)
+	p.keep(cd)
 }
 
 // metaCrawlDelays + source name holds the Crawl-delays the current cycle
 // learnt of the hosts keeping the source's politeness, for status.
 const metaCrawlDelays = "crawl_delays/"
 
-// storeCrawlDelay adds cd to its source's list in the state store.
-func (c *Crawler) storeCrawlDelay(cd CrawlDelay) {
-	p := c.polite
+// keep adds cd to its source's list in the state store.
+func (p *politeness) keep(cd CrawlDelay) {
 	p.listMu.Lock()
 	defer p.listMu.Unlock()
 	list := p.lists[cd.Source]
@@ -146,28 +144,27 @@ func (c *Crawler) storeCrawlDelay(cd CrawlDelay) {
 	p.lists[cd.Source] = list
 	raw, err := json.Marshal(list)
 	if err == nil {
-		err = c.front.PutMeta(metaCrawlDelays+cd.Source, raw)
+		err = p.store.PutMeta(metaCrawlDelays+cd.Source, raw)
 	}
 	if err != nil {
-		c.log.Warn("cannot record a host's Crawl-delay for status", "host", cd.Host, "source", cd.Source, "err", err)
+		p.log.Warn("cannot record a host's Crawl-delay for status", "host", cd.Host, "source", cd.Source, "err", err)
 	}
 }
 
-// forgetCrawlDelays starts a cycle's account of Crawl-delays afresh: each
-// host is said again, and status shows what this cycle learns.
-func (c *Crawler) forgetCrawlDelays() error {
-	p := c.polite
+// forget starts a cycle's account of Crawl-delays afresh: each host is
+// said again, and status shows what this cycle learns.
+func (p *politeness) forget() error {
 	p.forgetNoted()
 	p.listMu.Lock()
 	defer p.listMu.Unlock()
 	p.lists = map[string][]CrawlDelay{}
-	for _, src := range c.order {
-		old, err := c.front.GetMeta(metaCrawlDelays + src.cfg.Name)
+	for _, sc := range p.sources {
+		old, err := p.store.GetMeta(metaCrawlDelays + sc.Name)
 		if err != nil {
 			return err
 		}
 		if old != nil {
-			if err := c.front.PutMeta(metaCrawlDelays+src.cfg.Name, nil); err != nil {
+			if err := p.store.PutMeta(metaCrawlDelays+sc.Name, nil); err != nil {
 				return err
 			}
 		}

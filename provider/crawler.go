@@ -116,8 +116,9 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 	}
 	c := &Crawler{cfg: cfg, rules: set, log: log, maintain: maintain,
 		sources: map[string]*source{}, agent: robots.ProductToken(cfg.UserAgent), timing: defaultTiming,
-		polite: newPoliteness(), unsettled: newUnsettledGroups()}
+		unsettled: newUnsettledGroups()}
 	c.clock.Store(new(time.Now))
+	c.cycles.now = c.now
 	c.cycles.report.Store(NewReport(""))
 	var err error
 	if c.formats, c.readers, err = openReaders(cfg, formats); err != nil {
@@ -137,14 +138,22 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		c.order = append(c.order, src)
 		c.fetchers = append(c.fetchers, src.fetch)
 	}
+	// politeness takes the sources and where it says what it learns; the
+	// state store joins it once opened.
+	deps := politeDeps{fetchers: c.fetchers, agent: c.agent, now: c.now, log: c.log, report: c.reportNow}
+	for _, src := range c.order {
+		deps.sources = append(deps.sources, src.cfg)
+	}
+	c.polite = newPoliteness(deps)
 	c.robots = c.newRobots()
 	front, closer, err := c.openStore(cfg)
 	if err != nil {
 		c.readers.close()
 		return nil, err // it names the state store
 	}
-	c.front, c.store = front, closer
+	c.store = closer
 	c.writes = newWriter(front, log, c.reportNow)
+	c.useStore(front)
 	s, err := open(c.writes.result)
 	if err != nil {
 		c.writes.acks.close()
@@ -160,6 +169,13 @@ func newCrawler(cfg *config.Config, set *rules.Set, open SinkOpener, log *slog.L
 		u.UseClock(c.now)
 	}
 	return c, nil
+}
+
+// useStore makes front the state store of every part that asks it: the
+// crawl, politeness, the cycles and the writer.
+func (c *Crawler) useStore(front frontier.Store) {
+	c.front = front
+	c.polite.store, c.cycles.meta, c.writes.store = front, front, front
 }
 
 // warnings are the conditions every cycle's report repeats.
@@ -191,7 +207,7 @@ func (c *Crawler) warnings(report *Report) {
 // newRobots is the crawler's robots.txt cache, fetching through the
 // sources' fetch layers.
 func (c *Crawler) newRobots() *robots.Cache {
-	return robots.NewCache(c.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry, Now: c.now})
+	return robots.NewCache(c.polite.fetchRobots, robots.CacheOptions{UserAgent: c.cfg.UserAgent, RetryMin: c.timing.robotsRetry, Now: c.now})
 }
 
 // Close flushes and closes the sink, within closeGrace, and closes the
@@ -226,7 +242,7 @@ func (c *Crawler) now() time.Time { return (*c.clock.Load())() }
 func (c *Crawler) Now() time.Time { return c.now() }
 
 // reportNow is the report of the cycle running, or of the last one.
-func (c *Crawler) reportNow() *Report { return c.cycles.report.Load() }
+func (c *Crawler) reportNow() *Report { return c.cycles.current() }
 
 // Meta keys of the state store.
 const (

@@ -15,17 +15,81 @@ import (
 )
 
 // cycles is what the crawler keeps of its cycles: the report of the one
-// running, or of the last, and the cycle last begun or resumed here.
+// running, or of the last, the observer each report counts to, and the
+// cycle last begun or resumed here. The cycle's run (Crawl, cycle, work
+// and the start steps below) stays on Crawler: it drives the crawler's
+// sources, state store, sink and writes, every part the crawler holds.
 type cycles struct {
 	// report is replaced when a cycle starts while the sink's
 	// acknowledgements of the last may still arrive and the status page
-	// reads it: it is only ever loaded and stored whole (reportNow).
+	// reads it: it is only ever loaded and stored whole (current).
 	report atomic.Pointer[Report]
 	// mu guards the observer each new report takes.
 	mu       sync.Mutex
 	observer Observer // set by SetObserver
 	// ran is the cycle last begun or resumed here.
 	ran atomic.Uint64
+	// meta is the state store, which numbers the cycles and records the
+	// last one done; set once opened.
+	meta frontier.Meta
+	// now is the crawler's clock, which each report reads.
+	now func() time.Time
+}
+
+// current is the report of the cycle running, or of the last one.
+func (cy *cycles) current() *Report { return cy.report.Load() }
+
+// newReport starts the report of a cycle writing to target, counting to
+// the observer.
+func (cy *cycles) newReport(target string) *Report {
+	report := newReport(target, cy.now)
+	cy.mu.Lock()
+	report.obs = cy.observer
+	cy.report.Store(report)
+	cy.mu.Unlock()
+	return report
+}
+
+// observe makes o see every count from now on, the current report's too.
+func (cy *cycles) observe(o Observer) {
+	cy.mu.Lock()
+	cy.observer = o
+	cy.current().obs = o
+	cy.mu.Unlock()
+}
+
+// observed is the observer and the current report.
+func (cy *cycles) observed() (Observer, *Report) {
+	cy.mu.Lock()
+	defer cy.mu.Unlock()
+	return cy.observer, cy.current()
+}
+
+// beginOrResume starts a new cycle, unless the last one ended before
+// everything it queued was fetched (a kill, a stop): that one is resumed,
+// since a new cycle would queue the start URLs again and fetch pages the
+// interrupted one had already done.
+func (cy *cycles) beginOrResume() (cycle uint64, resumed bool, err error) {
+	if cur := cy.meta.Cycle(); cur > 0 {
+		done, err := cy.meta.GetMeta(metaCycleDone)
+		if err != nil {
+			return 0, false, err
+		}
+		if string(done) != strconv.FormatUint(cur, 10) {
+			cy.ran.Store(cur)
+			return cur, true, nil
+		}
+	}
+	if cycle, err = cy.meta.BeginCycle(); err == nil {
+		cy.ran.Store(cycle)
+	}
+	return cycle, false, err
+}
+
+// done records that the cycle fetched everything it queued: the next
+// start begins a new one.
+func (cy *cycles) done(cycle uint64) error {
+	return cy.meta.PutMeta(metaCycleDone, strconv.AppendUint(nil, cycle, 10))
 }
 
 // Crawl runs one cycle of every source: writes left pending by an earlier
@@ -69,11 +133,7 @@ func (c *Crawler) CrawlDue(ctx context.Context, now time.Time) (*Report, time.Ti
 }
 
 func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error) {
-	report := newReport(c.sink.Target(), c.now)
-	c.cycles.mu.Lock()
-	report.obs = c.cycles.observer
-	c.cycles.report.Store(report)
-	c.cycles.mu.Unlock()
+	report := c.cycles.newReport(c.sink.Target())
 	c.writes.begin(ctx)
 	if _, err := c.applyPaused(); err != nil {
 		report.Finish(err)
@@ -104,11 +164,10 @@ func (c *Crawler) crawl(ctx context.Context, discover []*source) (*Report, error
 }
 
 func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
-	cycle, resumed, err := c.beginOrResume()
+	cycle, resumed, err := c.cycles.beginOrResume()
 	if err != nil {
 		return err
 	}
-	c.cycles.ran.Store(cycle)
 	c.log.Debug("cycle starts", "cycle", cycle, "resumed", resumed)
 	// The cycle's start, in this order; a step that fails ends the cycle.
 	start := []func() error{c.rebuildIfNewTarget, c.reapplyIfChanged, c.rereadIfRenderChanged,
@@ -116,7 +175,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if !resumed {
 		start = append(start, c.recheckHeld)
 	}
-	for _, step := range append(start, c.checkpoint, c.forgetCrawlDelays) {
+	for _, step := range append(start, c.checkpoint, c.polite.forget) {
 		if err := step(); err != nil {
 			return err
 		}
@@ -165,25 +224,7 @@ func (c *Crawler) cycle(ctx context.Context, discover []*source) error {
 	if err := c.judgeDeletes(ctx); err != nil {
 		return err
 	}
-	return c.front.PutMeta(metaCycleDone, strconv.AppendUint(nil, cycle, 10))
-}
-
-// beginOrResume starts a new cycle, unless the last one ended before
-// everything it queued was fetched (a kill, a stop): that one is resumed,
-// since a new cycle would queue the start URLs again and fetch pages the
-// interrupted one had already done.
-func (c *Crawler) beginOrResume() (cycle uint64, resumed bool, err error) {
-	if cur := c.front.Cycle(); cur > 0 {
-		done, err := c.front.GetMeta(metaCycleDone)
-		if err != nil {
-			return 0, false, err
-		}
-		if string(done) != strconv.FormatUint(cur, 10) {
-			return cur, true, nil
-		}
-	}
-	cycle, err = c.front.BeginCycle()
-	return cycle, false, err
+	return c.cycles.done(cycle)
 }
 
 // rebuildIfNewTarget starts a rebuild when documents go somewhere new: a new

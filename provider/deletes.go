@@ -297,7 +297,7 @@ func (c *Crawler) ConfirmDeletes(ctx context.Context, source string) (int, error
 	if err := c.clearHeld(source); err != nil {
 		return n, err
 	}
-	if o, _ := c.observed(); o != nil {
+	if o, _ := c.cycles.observed(); o != nil {
 		o.DeletesHeld(source, 0)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timing.flushWait)

@@ -325,7 +325,7 @@ func (l *listing) request(ctx context.Context, u string) (*http.Response, func()
 			allowed, line, err := c.robotsAllow(ctx, src.cfg, pu)
 			// robots.txt requested for this file: the file is a second
 			// request and waits the host's delay.
-			paused := c.robotsPause(host)
+			paused := c.polite.pause(host)
 			var unavailable *robots.UnavailableError
 			switch {
 			case errors.As(err, &unavailable):

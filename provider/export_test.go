@@ -39,8 +39,7 @@ func SetTiming(c *Crawler, tm Timing) {
 // everything a crawl asks of the store goes through what it returns. Call
 // it before Crawl.
 func WrapStore(c *Crawler, wrap func(frontier.Store) frontier.Store) {
-	c.front = wrap(c.front)
-	c.writes.store = c.front
+	c.useStore(wrap(c.front))
 }
 
 // AddFormat makes the crawlers built from now on read f too, until the

@@ -242,11 +242,11 @@ func (j *job) robots(ctx context.Context) (e end, ok bool) {
 	}
 	r, err := c.robots.Get(ctx, j.u)
 	if err == nil {
-		c.learnCrawlDelay(src.cfg, hostKey, r)
+		c.polite.learnFrom(src.cfg, hostKey, r)
 	}
 	// robots.txt requested for this lease: the page is a second request
 	// and waits the host's delay, queued again rather than holding a worker.
-	paused := c.robotsPause(hostKey)
+	paused := c.polite.pause(hostKey)
 	var unavailable *robots.UnavailableError
 	var addrErr *fetch.AddressError
 	var signIn *fetch.SignInError

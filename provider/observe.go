@@ -53,12 +53,7 @@ const (
 )
 
 // SetObserver makes o see every count from now on; call it before Crawl.
-func (c *Crawler) SetObserver(o Observer) {
-	c.cycles.mu.Lock()
-	c.cycles.observer = o
-	c.reportNow().obs = o
-	c.cycles.mu.Unlock()
-}
+func (c *Crawler) SetObserver(o Observer) { c.cycles.observe(o) }
 
 // sinkObserver passes the sink's traffic on to the observer, with each
 // retried write's source, and logs its outages: one warning when writes
@@ -93,22 +88,15 @@ func (s sinkObserver) EmbeddingAvailable(down time.Duration, retried int) {
 }
 
 func (s sinkObserver) Bulk(took time.Duration, status int, err error) {
-	if o, _ := s.c.observed(); o != nil {
+	if o, _ := s.c.cycles.observed(); o != nil {
 		o.Bulk(took, status, err)
 	}
 }
 
 func (s sinkObserver) Retry(url string) {
-	if o, r := s.c.observed(); o != nil {
+	if o, r := s.c.cycles.observed(); o != nil {
 		o.IndexRetry(r.sourceOf(url))
 	}
-}
-
-// observed is the observer and the current report.
-func (c *Crawler) observed() (Observer, *Report) {
-	c.cycles.mu.Lock()
-	defer c.cycles.mu.Unlock()
-	return c.cycles.observer, c.reportNow()
 }
 
 // Current is the report of the cycle running, or of the last one.

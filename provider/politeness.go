@@ -3,27 +3,33 @@ package provider
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/url"
 	"sync"
 	"time"
 
+	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/provider/fetch"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
-// politeness is what the crawler learns from hosts' robots.txt that paces
-// its requests to them: the Crawl-delays learnt, those said in this cycle,
-// when each host's robots.txt request ended, and the hosts whose robots.txt
-// cannot be read. The frontier asks it for a host's policy (Crawler.policy).
+// politeness is what decides the pace of the crawler's requests to each
+// host: its policy (the delay between two requests and how many run at
+// once, which the frontier enforces), and what hosts' robots.txt teach of
+// it: the Crawl-delays learnt, those said in this cycle, when each host's
+// robots.txt request ended, and the hosts whose robots.txt cannot be read.
 type politeness struct {
+	politeDeps
+
 	mu sync.RWMutex
 	// delays are the Crawl-delays learnt, by host key; noted those said
-	// in this cycle (noteCrawlDelay).
+	// in this cycle (note).
 	delays map[string]time.Duration
 	noted  map[string]time.Duration
 	// read holds, per host key, when a robots.txt request to the host
-	// ended, until the host's delay after it has been scheduled
-	// (robotsPause): robots.txt is a load from the host like any page.
+	// ended, until the host's delay after it has been scheduled (pause):
+	// robots.txt is a load from the host like any page.
 	read map[string]time.Time
 	// down holds the outage of each host whose robots.txt cannot be read.
 	down map[string]robotsOutage
@@ -34,8 +40,32 @@ type politeness struct {
 	lists  map[string][]CrawlDelay
 }
 
-func newPoliteness() *politeness {
-	return &politeness{delays: map[string]time.Duration{}, noted: map[string]time.Duration{},
+// politeDeps are politeness's collaborators, set when the crawler is made.
+type politeDeps struct {
+	// sources are the sources' configurations in config order, and
+	// fetchers their fetch layers: the owner of a host (fetch.Set.Owner)
+	// gives the host its politeness and fetches its robots.txt.
+	sources  []*config.Source
+	fetchers fetch.Set
+	// store is the state store: it holds a host back after its robots.txt
+	// request (Backoff) and keeps the account of Crawl-delays for status.
+	// It is set once opened: opening it asks for hosts' policies already.
+	store politeStore
+	agent string // robots.txt product token
+	now   func() time.Time
+	log   *slog.Logger
+	// report is the report of the cycle running (Crawler.reportNow).
+	report func() *Report
+}
+
+// politeStore is what politeness needs of the state store.
+type politeStore interface {
+	frontier.Meta
+	Backoff(hostKey string, until time.Time)
+}
+
+func newPoliteness(deps politeDeps) *politeness {
+	return &politeness{politeDeps: deps, delays: map[string]time.Duration{}, noted: map[string]time.Duration{},
 		read: map[string]time.Time{}, down: map[string]robotsOutage{}, lists: map[string][]CrawlDelay{}}
 }
 
@@ -127,38 +157,47 @@ func (p *politeness) robotsRead(hostKey string) {
 // policy is the frontier's politeness for a host: the source's limits, and
 // the larger of its delay and the host's robots.txt Crawl-delay, cut to
 // max_crawl_delay (HostDelay), which also allows one request at a time.
-func (c *Crawler) policy(hostKey string) frontier.HostPolicy {
-	src := c.sourceForHost(hostKey)
-	p := src.cfg.Politeness
-	hp := frontier.HostPolicy{MaxParallel: p.MaxParallelPerHost, Delay: p.Delay.D()}
-	if *p.ObeyCrawlDelay && *src.cfg.Robots.Obey {
-		if d := c.polite.crawlDelay(hostKey); d > 0 {
+// The host slots (MaxParallel) are decided here and only here; the
+// frontier enforces them.
+func (p *politeness) policy(hostKey string) frontier.HostPolicy {
+	sc := p.owner(hostKey)
+	pol := sc.Politeness
+	hp := frontier.HostPolicy{MaxParallel: pol.MaxParallelPerHost, Delay: pol.Delay.D()}
+	if *pol.ObeyCrawlDelay && *sc.Robots.Obey {
+		if d := p.crawlDelay(hostKey); d > 0 {
 			// Crawl-delay asks for one request per delay: with two slots
 			// the second request would start while the first still runs.
-			hp.Delay = HostDelay(p, hostKey, src.cfg.Name, d).Delay
+			hp.Delay = HostDelay(pol, hostKey, sc.Name, d).Delay
 			hp.MaxParallel = 1
 		}
 	}
 	return hp
 }
 
-// sourceForHost picks the source whose start URLs are on the host, else the
-// first source: politeness is per host, whichever source the URL came from.
-func (c *Crawler) sourceForHost(hostKey string) *source {
-	return c.sources[c.fetchers.Owner(hostKey).Name()]
+// owner is the configuration of the source whose start URLs are on the
+// host, else of the first source: politeness is per host, whichever source
+// the URL came from.
+func (p *politeness) owner(hostKey string) *config.Source {
+	name := p.fetchers.Owner(hostKey).Name()
+	for _, sc := range p.sources {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return p.sources[0]
 }
 
-// robotsPause keeps the host from its next lease until its delay has
-// passed since its robots.txt was requested, when it was; it says whether
-// it was. It runs once the Crawl-delay is learnt, so the pause is the
-// longer of the two, and the frontier takes the host's policy with it.
-func (c *Crawler) robotsPause(hostKey string) bool {
-	at, ok := c.polite.takeRobotsEnded(hostKey)
+// pause keeps the host from its next lease until its delay has passed
+// since its robots.txt was requested, when it was; it says whether it
+// was. It runs once the Crawl-delay is learnt, so the pause is the longer
+// of the two, and the frontier takes the host's policy with it.
+func (p *politeness) pause(hostKey string) bool {
+	at, ok := p.takeRobotsEnded(hostKey)
 	if !ok {
 		return false
 	}
-	if d := c.policy(hostKey).Delay; d > 0 {
-		c.front.Backoff(hostKey, at.Add(d))
+	if d := p.policy(hostKey).Delay; d > 0 {
+		p.store.Backoff(hostKey, at.Add(d))
 		return true
 	}
 	return false
@@ -167,14 +206,14 @@ func (c *Crawler) robotsPause(hostKey string) bool {
 // fetchRobots fetches robots.txt through the fetch layer of the source
 // owning the host, noting when the request ended: robots.txt is a load
 // from the host like any page.
-func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
+func (p *politeness) fetchRobots(ctx context.Context, robotsURL string) (int, io.ReadCloser, error) {
 	host := urlnorm.Origin(robotsURL)
-	status, body, err := c.fetchers.Robots(ctx, robotsURL)
+	status, body, err := p.fetchers.Robots(ctx, robotsURL)
 	if err != nil {
-		c.polite.robotsEnded(host, c.now())
+		p.robotsEnded(host, p.now())
 		return 0, nil, err
 	}
-	return status, &robotsBody{ReadCloser: body, done: func() { c.polite.robotsEnded(host, c.now()) }}, nil
+	return status, &robotsBody{ReadCloser: body, done: func() { p.robotsEnded(host, p.now()) }}, nil
 }
 
 // robotsBody notes when the robots.txt request ended: when the cache is
@@ -198,6 +237,11 @@ func (b *robotsBody) Close() error {
 // (another's robots.txt is read by its holder, within the host's
 // politeness), and the sitemaps each names are kept in the state for the
 // process that discovers (sitemapsNamed).
+//
+// It stays on Crawler: it reads robots.txt through the crawler's robots
+// cache, asks the cluster which hosts this process holds, and keeps the
+// sitemaps for discovery (discover.go); politeness owns only what it
+// learns (learnFrom) and the pause after the read (pause).
 func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 	share := c.cluster != nil && *src.cfg.UseSitemaps
 	if !*src.cfg.Robots.Obey || !*src.cfg.Politeness.ObeyCrawlDelay && !share {
@@ -213,11 +257,11 @@ func (c *Crawler) learnCrawlDelays(ctx context.Context, src *source) {
 		}
 		r, err := c.robots.Get(ctx, hu)
 		if err == nil {
-			c.learnCrawlDelay(src.cfg, host, r)
+			c.polite.learnFrom(src.cfg, host, r)
 		}
 		if r != nil && share {
 			c.shareSitemaps(host, r.Sitemaps())
 		}
-		c.robotsPause(host)
+		c.polite.pause(host)
 	}
 }

@@ -76,9 +76,10 @@ type Report struct {
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 
-	mu       sync.Mutex
-	perCode  map[string]int // examples kept per reason
-	urlToSrc sync.Map       // document URL -> source name, for sink results
+	mu      sync.Mutex
+	perCode map[string]int // examples kept per reason
+	// docs are the sources of the document URLs on their way to the sink.
+	docs docSources
 	// obs sees every count as it is made; set before the report is used.
 	obs Observer
 	// over holds the pairs of source and budget key met in the cycle.
@@ -220,24 +221,50 @@ func (r *Report) unchanged(src string) {
 	}
 }
 
-// sourceOf is the source a document URL on its way to the sink belongs to.
-func (r *Report) sourceOf(url string) string {
-	if v, ok := r.urlToSrc.Load(url); ok {
-		return v.(string)
-	}
-	return ""
-}
+// sourceOf is the source a document URL on its way to the sink belongs
+// to, "" when none was expected.
+func (r *Report) sourceOf(url string) string { return r.docs.source(url) }
 
 // expect notes which source a document URL belongs to, so the sink's
 // acknowledgement is counted against it.
-func (r *Report) expect(url, src string) { r.urlToSrc.Store(url, src) }
+func (r *Report) expect(url, src string) { r.docs.expect(url, src) }
+
+// docSources maps the document URLs on their way to the sink to their
+// source, under a lock of its own: workers add to it while the sink's
+// acknowledgements take from it, apart from the report's counts.
+type docSources struct {
+	mu sync.Mutex
+	of map[string]string
+}
+
+func (d *docSources) expect(url, src string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.of == nil {
+		d.of = map[string]string{}
+	}
+	d.of[url] = src
+}
+
+func (d *docSources) source(url string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.of[url]
+}
+
+// take is the source of an acknowledged document URL, forgotten as it is
+// taken.
+func (d *docSources) take(url string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	src := d.of[url]
+	delete(d.of, url)
+	return src
+}
 
 // sinkResult counts an acknowledgement and returns the source it counted it against.
 func (r *Report) sinkResult(res sink.Result) string {
-	src := ""
-	if v, ok := r.urlToSrc.LoadAndDelete(res.URL); ok {
-		src = v.(string)
-	}
+	src := r.docs.take(res.URL)
 	doc := ""
 	switch res.Outcome {
 	case sink.Created:

@@ -31,7 +31,7 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 		return nil, err
 	}
 	opts := fetch.Options{Accept: accept(c.formats), Sniff: ex.sniff, Browser: c.browser,
-		Delay: func(hostKey string) time.Duration { return c.policy(hostKey).Delay }, Now: c.now}
+		Delay: func(hostKey string) time.Duration { return c.polite.policy(hostKey).Delay }, Now: c.now}
 	if *sc.Robots.Obey {
 		opts.Robots = func(ctx context.Context, u *url.URL) (bool, string, error) { return c.robotsAllow(ctx, sc, u) }
 	}
@@ -50,7 +50,7 @@ func (c *Crawler) robotsAllow(ctx context.Context, sc *config.Source, u *url.URL
 	if err != nil {
 		return false, "", err
 	}
-	c.learnCrawlDelay(sc, urlnorm.Origin(u.String()), r)
+	c.polite.learnFrom(sc, urlnorm.Origin(u.String()), r)
 	ok, line := r.Test(c.agent, u.RequestURI())
 	return ok, line, nil
 }

@@ -23,7 +23,7 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 			return nil, nil, fmt.Errorf("state store: %w", err)
 		}
 		s, err := esfrontier.Open(context.Background(), esfrontier.Options{Client: es, Prefix: cl.StateIndex,
-			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.policy,
+			Node: cl.NodeName, Partitions: cl.Partitions, LeaseTTL: cl.LeaseTTL.D(), Policy: c.polite.policy,
 			Shards: conn.Shards, Replicas: conn.Replicas, Log: c.log, Maintain: c.maintain,
 			History: frontier.DefaultHistory, Budgets: budgetsOf(cfg), OnBudget: c.overBudget, Now: c.now})
 		if err != nil {
@@ -32,7 +32,7 @@ func (c *Crawler) openStore(cfg *config.Config) (frontier.Store, io.Closer, erro
 		c.cluster = s
 		return s, s, nil
 	}
-	f, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.policy, History: frontier.DefaultHistory,
+	f, err := frontier.Open(cfg.StateDir, frontier.Options{Policy: c.polite.policy, History: frontier.DefaultHistory,
 		Budgets: budgetsOf(cfg), OnBudget: c.overBudget, Now: c.now})
 	if err != nil {
 		return nil, nil, err
