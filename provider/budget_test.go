@@ -201,11 +201,13 @@ func TestTrapMemoryChild(t *testing.T) {
 // A trap crawled up to a budget four times larger takes about the same
 // memory: what grows with the budget is the store on disk, not the heap.
 // Each crawl runs in a process of its own, so neither sees what the other
-// left behind.
+// left behind, and this test, measuring no memory of its own process, runs
+// beside the others.
 func TestTrapCrawledToALargerBudgetTakesNoMoreMemory(t *testing.T) {
 	if os.Getenv(trapBudgetEnv) != "" {
 		t.Skip("in the child")
 	}
+	t.Parallel()
 	const n = 1000
 	grew := func(budget int) int64 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTrapMemoryChild$", "-test.count=1")

@@ -136,7 +136,7 @@ func TestTemporaryPageErrorsGiveTheirCauseToTheLogTheReportAndTheHistory(t *test
 	})
 	refused := closedPort(t) + "/"
 	site.html("/", "home", links("/drip.html", "/reset.html", "/busy.html"))
-	cfg, _ := testConfig(t, "fetch: {timeout: 2s}", "max_temporary_errors: 2\nrobots: {obey: false}", site.URL+"/", refused)
+	cfg, _ := testConfig(t, "fetch: {timeout: 1s}", "max_temporary_errors: 2\nrobots: {obey: false}", site.URL+"/", refused)
 
 	c, report, logs := crawlLogged(t, cfg, provider.Timing{RetryBase: 10 * time.Millisecond})
 
@@ -163,7 +163,7 @@ func TestUnavailableRobotsTxtGivesItsCauseToTheLogTheReportAndTheHistory(t *test
 	for i := range 3 {
 		starts = append(starts, failing.URL+"/p"+itoa(i)+".html")
 	}
-	cfg, _ := testConfig(t, "fetch: {timeout: 2s}", "max_temporary_errors: 2", starts...)
+	cfg, _ := testConfig(t, "fetch: {timeout: 1s}", "max_temporary_errors: 2", starts...)
 
 	c, report, logs := crawlLogged(t, cfg, provider.Timing{RobotsRetry: 20 * time.Millisecond})
 

@@ -21,10 +21,12 @@ type docExtractor struct {
 	mapper  *mapping.Extractor
 	limits  document.Limits
 	timeout time.Duration
+	// grace is how long a reader has to return once its time is up.
+	grace time.Duration
 }
 
-func newDocExtractor(r document.Reader, mapper *mapping.Extractor, d config.Documents, maxText int) *docExtractor {
-	return &docExtractor{reader: r, mapper: mapper, timeout: d.Timeout.D(),
+func newDocExtractor(r document.Reader, mapper *mapping.Extractor, d config.Documents, maxText int, grace time.Duration) *docExtractor {
+	return &docExtractor{reader: r, mapper: mapper, timeout: d.Timeout.D(), grace: grace,
 		limits: document.Limits{MaxText: maxText, MaxUnpacked: d.MaxUnpackedBytes, MaxEntries: d.MaxEntries,
 			MaxToken: d.MaxXMLTokenBytes, MaxMemory: d.MaxMemoryBytes}}
 }
@@ -49,9 +51,6 @@ func (x *docExtractor) Extract(page mapping.Page) (*mapping.Result, error) {
 	}
 	return x.mapper.FromDocument(page, docfields.MediaType(page.Header.Get("Content-Type")), c)
 }
-
-// readGrace is how long a reader has to return once its time is up.
-const readGrace = 5 * time.Second
 
 // read runs the reader on a goroutine of its own, so that a panic in a
 // parser is caught there and a reader that ignores its context cannot hold
@@ -86,7 +85,7 @@ func (x *docExtractor) read(ctx context.Context, reader document.Reader, body []
 			return r.c, nil // it finished as its time ran out
 		}
 		return nil, timeoutError(x.timeout, r.err)
-	case <-time.After(readGrace):
+	case <-time.After(x.grace):
 		return nil, timeoutError(x.timeout, errors.New("the reader did not stop: left running"))
 	}
 }

@@ -90,7 +90,8 @@ func TestAReaderThatIgnoresItsTimeLimitIsLeftBehindAndTheFileTimesOut(t *testing
 	site.text("/slow.tdoc", testDocType, "TESTDOC\nSlow file\nHANG forever")
 	cfg, out := testConfig(t, "documents: {timeout: 1s}", "mime_types: [text/html, "+testDocType+"]", site.URL+"/")
 
-	c, report := crawlKeep(t, cfg)
+	// The reader never returns: the grace is waited out whole.
+	c, report := crawlTimed(t, cfg, provider.Timing{ReadGrace: 50 * time.Millisecond})
 
 	if got, want := indexedURLs(t, out), sortedURLs(site.URL, "/", "/good.tdoc"); !slicesEqual(got, want) {
 		t.Errorf("indexed %v, want %v", got, want)

@@ -15,6 +15,7 @@ type Timing struct {
 	RobotsRetry time.Duration // first wait before an unreachable robots.txt is tried again
 	Checkpoint  time.Duration // how often a running crawl re-reads its reject lists
 	CloseGrace  time.Duration // how long Close waits for the sink's writes to land
+	ReadGrace   time.Duration // how long a document reader has to return past documents.timeout
 }
 
 // SetTiming changes c's waits. Call it before c's first Crawl; other
@@ -32,6 +33,16 @@ func SetTiming(c *Crawler, tm Timing) {
 	}
 	if tm.CloseGrace > 0 {
 		c.timing.closeGrace = tm.CloseGrace
+	}
+	if tm.ReadGrace > 0 {
+		c.timing.readGrace = tm.ReadGrace
+		for _, src := range c.sources {
+			for _, x := range src.extractors.byType {
+				if d, ok := x.(*docExtractor); ok {
+					d.grace = tm.ReadGrace
+				}
+			}
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
@@ -170,7 +171,7 @@ type extractors struct {
 	first   Extractor
 }
 
-func newExtractors(cfg *config.Config, src *config.Source, fs []Format, rs readers) (extractors, error) {
+func newExtractors(cfg *config.Config, src *config.Source, fs []Format, rs readers, readGrace time.Duration) (extractors, error) {
 	ex := extractors{formats: fs, byType: map[string]Extractor{}}
 	var mapper *mapping.Extractor
 	for i, f := range fs {
@@ -179,7 +180,7 @@ func newExtractors(cfg *config.Config, src *config.Source, fs []Format, rs reade
 			if mapper == nil {
 				mapper = mapping.New(cfg, src)
 			}
-			x = newDocExtractor(r, mapper, cfg.Documents, src.Extraction.MaxBodyBytes)
+			x = newDocExtractor(r, mapper, cfg.Documents, src.Extraction.MaxBodyBytes, readGrace)
 		} else {
 			var err error
 			if x, err = f.New(cfg, src); err != nil {

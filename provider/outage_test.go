@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,28 +64,46 @@ func TestElasticsearchStoppedMidCrawlDelaysDocumentsAndLosesNone(t *testing.T) {
 		esScript(t, "stop")
 	})
 
-	const pages = 40
-	var fetched atomic.Int32
-	stopAt := make(chan struct{})
+	// The pages past the tenth are answered once the node is down, so the
+	// crawl goes on fetching through the outage; the node starts again
+	// once a page has been answered while it was down. (Not once every
+	// page has: nothing promises the crawl fetches on while its writes
+	// wait.)
+	const pages, beforeStop = 40, 10
+	var asked atomic.Int32
+	var fetchedWhileDown sync.Once
+	stopAt, down, whileDown := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		if r.URL.Path == "/" {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+			return
+		case "/":
+			w.Header().Set("Content-Type", "text/html")
 			for i := range pages - 1 {
 				fmt.Fprintf(w, `<a href="/p%d">p%d</a> `, i, i)
 			}
 			return
 		}
-		if fetched.Add(1) == 10 {
+		n := asked.Add(1)
+		switch {
+		case n == beforeStop:
 			close(stopAt)
+		case n > beforeStop:
+			<-down
 		}
-		time.Sleep(40 * time.Millisecond) // real time: a slow site keeps the crawl going through the outage
+		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, "<title>%s</title><p>page %s</p>", r.URL.Path, r.URL.Path)
+		if n > beforeStop {
+			fetchedWhileDown.Do(func() { close(whileDown) })
+		}
 	}))
 	defer site.Close()
+	// The pages held until the node is down wait as long as its stop takes.
 	cfg := crawltest.Config(t, fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0, bulk_flush_interval: 100ms}
 allow_private_networks: true
-fetch: {concurrency: 2}
+fetch: {concurrency: 2, timeout: 1h, response_header_timeout: 1h}
 sources:
   - name: site
     start_urls: [%q]
@@ -93,11 +112,13 @@ sources:
 	outage := make(chan error, 1)
 	go func() {
 		<-stopAt
-		if out, err := esScript(t, "stop"); err != nil {
+		out, err := esScript(t, "stop")
+		close(down) // the held pages are answered even when the stop failed
+		if err != nil {
 			outage <- fmt.Errorf("stop: %v %s", err, out)
 			return
 		}
-		time.Sleep(time.Second) // real time: documents keep coming while the node is down
+		<-whileDown // documents kept coming while the node was down
 		if out, err := esScript(t, "start"); err != nil {
 			outage <- fmt.Errorf("start again: %v %s", err, out)
 			return

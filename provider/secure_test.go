@@ -138,6 +138,8 @@ func TestSecuredCrawlNeedsEachOfItsPrivileges(t *testing.T) {
 				}
 				return
 			}
+			// No write can land: Close need not wait long before leaving them pending.
+			provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 			t.Cleanup(func() { c.Close() })
 			if drop == "manage" {
 				t.Fatal("a crawler opened without manage, which creating its index needs")
@@ -252,6 +254,9 @@ func roleWithoutWrite(t *testing.T, elsewhere bool) {
 	cfg := securedConfig(t, sec, index, site.URL, sec.CAFile, sec.Password)
 	var log syncBuffer
 	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	// The writes are refused until the test fixes the role: Close need not
+	// wait long for them before leaving them pending.
+	provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 	seen := newRetries()
 	c.SetObserver(seen)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -306,6 +311,9 @@ func TestARoleThatLosesWriteMidCrawlKeepsTheWritesPendingUntilItIsBack(t *testin
 	cfg := securedConfig(t, sec, index, site.URL, sec.CAFile, sec.Password)
 	var log syncBuffer
 	c := crawltest.NewLogged(t, cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	// The writes are refused until the test fixes the role: Close need not
+	// wait long for them before leaving them pending.
+	provider.SetTiming(c, provider.Timing{CloseGrace: time.Second})
 	seen := newRetries()
 	c.SetObserver(seen)
 	ctx, cancel := context.WithCancel(context.Background())

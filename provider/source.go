@@ -26,7 +26,7 @@ func (c *Crawler) newSource(sc *config.Source) (*source, error) {
 	if rs == nil {
 		return nil, fmt.Errorf("source %s: no compiled rules", sc.Name)
 	}
-	ex, err := newExtractors(c.cfg, sc, c.formats, c.readers)
+	ex, err := newExtractors(c.cfg, sc, c.formats, c.readers, c.timing.readGrace)
 	if err != nil {
 		return nil, err
 	}

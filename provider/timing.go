@@ -25,6 +25,9 @@ type timing struct {
 	// writes to land before it ends in error, unpublished, leaving them
 	// pending.
 	flushWait time.Duration
+	// readGrace is how long a document reader has to return once
+	// documents.timeout is up, before it is left running.
+	readGrace time.Duration
 }
 
 var defaultTiming = timing{
@@ -33,6 +36,7 @@ var defaultTiming = timing{
 	checkpoint: 30 * time.Second,
 	closeGrace: 10 * time.Second,
 	flushWait:  5 * time.Minute,
+	readGrace:  5 * time.Second,
 }
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), falling

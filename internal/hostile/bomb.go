@@ -117,9 +117,29 @@ func (b *Bomb) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// zeroRuns are the raw deflate runs of n zeros and their CRC-32, by n,
+// each built once: the CRC of gigabytes is most of a bomb's cost, and a
+// test serves many bombs of one size.
+var zeroRuns sync.Map // int64 -> *zeroRun
+
+type zeroRun struct {
+	once sync.Once
+	body []byte
+	crc  uint32
+}
+
+// zeros is the raw deflate run of n zeros and its CRC-32; callers copy
+// the body, never change it.
+func zeros(n int64) ([]byte, uint32) {
+	v, _ := zeroRuns.LoadOrStore(n, &zeroRun{})
+	r := v.(*zeroRun)
+	r.once.Do(func() { r.body, r.crc, _ = deflateRun("", "\x00", int(n), "") })
+	return r.body, r.crc
+}
+
 // GzipZeros is a valid gzip stream (RFC 1952) that decodes to n zeros.
 func GzipZeros(n int64) []byte {
-	body, crc, _ := deflateRun("", "\x00", int(n), "")
+	body, crc := zeros(n)
 	out := []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 0xff}
 	out = append(out, body...)
 	out = binary.LittleEndian.AppendUint32(out, crc)
@@ -128,7 +148,7 @@ func GzipZeros(n int64) []byte {
 
 // zlibZeros is a zlib stream (RFC 1950, what HTTP calls deflate) of n zeros.
 func zlibZeros(n int64) []byte {
-	body, _, _ := deflateRun("", "\x00", int(n), "")
+	body, _ := zeros(n)
 	out := []byte{0x78, 0xda}
 	out = append(out, body...)
 	// Adler-32 of zeros: the sum a stays 1, so b is n.
