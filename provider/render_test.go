@@ -431,8 +431,7 @@ func TestARenderedPageChangesNothingSendsNoCredentialsAwayAndNeverReachesAnExclu
 			http.NotFound(w, r)
 		}
 	})
-	var site *requestLog
-	site = newRequestLog(t, func(w http.ResponseWriter, r *http.Request) {
+	site := newRequestLog(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
 			answer(w, "text/plain", "User-agent: *\nDisallow: /private/\n")
