@@ -93,11 +93,17 @@ func officeFormat(k office.Kind) Format {
 // compiled code is kept in the user's cache directory, so a later process
 // starts reading PDFs in a tenth of a second instead of seconds.
 func newPDF(*config.Config) (document.Reader, error) {
-	var dir string
-	if base, err := os.UserCacheDir(); err == nil {
-		dir = filepath.Join(base, "crawlspace", "pdfium")
+	return pdf.NewReader(pdf.Config{CacheDir: pdfCacheDir()}), nil
+}
+
+// pdfCacheDir is where PDFium's compiled code is kept: empty (a temporary directory per reader)
+// where there is no user cache directory.
+func pdfCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
 	}
-	return pdf.NewReader(pdf.Config{CacheDir: dir}), nil
+	return filepath.Join(base, "crawlspace", "pdfium")
 }
 
 // isPDF finds the %PDF- header where readers look for it: within the first
