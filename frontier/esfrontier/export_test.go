@@ -12,3 +12,11 @@ func (s *Store) Die() {
 
 // Partition is the partition hostKey falls in.
 func (s *Store) Partition(hostKey string) int { return s.partition(hostKey) }
+
+// OnHoldBack has f called, under the scheduler's lock, each time a page
+// limit holds URLs back.
+func (s *Store) OnHoldBack(f func()) {
+	s.sched.mu.Lock()
+	s.sched.onHoldBack = f
+	s.sched.mu.Unlock()
+}

@@ -167,20 +167,47 @@ func (q *scheduler) holdBackLocked(h *host, rec *frontier.Record, limit frontier
 		p.heldHost[k] = true
 		mark.host = h.key
 	}
+	if q.onHoldBack != nil {
+		q.onHoldBack()
+	}
 	// The URLs leased meanwhile are stored Waiting until their outcome,
-	// which they will have in this cycle: they are not held back.
+	// which they will have in this cycle: they are not held back. The
+	// links found on them are, and are stored with that outcome: the
+	// count waits for it.
+	mark.ended = &countdown{done: make(chan struct{})}
 	for u, l := range q.leases {
 		if l.rec.Source == rec.Source && (limit == frontier.LimitPages || l.h == h) {
 			mark.leased = append(mark.leased, u)
+			l.marks = append(l.marks, mark.ended)
+			mark.ended.n++
 		}
+	}
+	if mark.ended.n == 0 {
+		close(mark.ended.done)
 	}
 	q.changes.Add(1)
 	q.s.wg.Add(1)
-	q.marking.RLock()
-	go func() {
-		defer q.marking.RUnlock()
-		q.s.bud.markHeld(mark)
-	}()
+	q.marking++
+	go q.s.bud.markHeld(mark)
+}
+
+// countdown is done once n leases have ended. Its n is guarded by the
+// scheduler's mu.
+type countdown struct {
+	n    int
+	done chan struct{}
+}
+
+// endLeaseLocked forgets an ended lease and counts it down for the marks
+// waiting on its outcome. q.mu is held.
+func (q *scheduler) endLeaseLocked(l *lease) {
+	delete(q.leases, l.rec.URL)
+	for _, c := range l.marks {
+		if c.n--; c.n == 0 {
+			close(c.done)
+		}
+	}
+	l.marks = nil
 }
 
 func dropSource(qs []queued, source string) []queued {
@@ -275,6 +302,7 @@ type held struct {
 	limit   frontier.Limit
 	example string
 	leased  []string // this store's leases of it when marked
+	ended   *countdown
 }
 
 type heldDoc struct {
@@ -300,6 +328,19 @@ func (m held) id() string {
 func (b *budgets) markHeld(m held) {
 	s := b.s
 	defer s.wg.Done()
+	defer func() {
+		q := s.sched
+		q.mu.Lock()
+		q.marking--
+		q.mu.Unlock()
+		q.changes.Add(1)
+		q.signal()
+	}()
+	select {
+	case <-m.ended.done:
+	case <-s.ctx.Done():
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.ttl)
 	defer cancel()
 	filter := []any{map[string]any{"term": map[string]any{"state": int(frontier.Waiting)}},

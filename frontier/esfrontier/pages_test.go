@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/hostile"
 )
 
 // pageSite serves "/" linking /p1 … /pN, and counts the requests of each
@@ -158,4 +160,47 @@ func marksByCycle(t *testing.T, prefix string) map[uint64]int {
 		by[m.Cycle]++
 	}
 	return by
+}
+
+// When max_pages_per_cycle is met, pages are still being fetched, and the
+// links found on them wait for the next cycle too: what the limit counts
+// as held back is every URL of the source left Waiting at the cycle's end,
+// those links included. The site holds its last two pages until the limit
+// is met, so their outcomes come after it, as a busy crawler's do.
+func TestThePageLimitCountsTheLinksOfThePagesInFlightWhenItIsMet(t *testing.T) {
+	t.Parallel()
+	const pages, links, workers, late = 10, 5, 4, 2
+	trap := &hostile.Trap{Seed: 21, Links: links}
+	met := make(chan struct{})
+	var served atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > pages-late {
+			<-met
+		}
+		trap.ServeHTTP(w, r)
+	}))
+	t.Cleanup(site.Close)
+	kept := &notes{by: map[[2]string]int{}}
+	prefix := estest.Index(t)
+	s := budgetedStores(t, prefix, map[string]frontier.Budget{"t": {Pages: pages}}, kept, workers)("a")
+	var once sync.Once
+	s.OnHoldBack(func() { once.Do(func() { close(met) }) })
+	if _, err := s.BeginCycle(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(frontier.Item{URL: site.URL + "/", Source: "t", Class: frontier.Start}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { crawlTrap(t, s) })
+	}
+	wg.Wait()
+	if trap.Pages() != pages {
+		t.Fatalf("the trap served %d pages, want max_pages_per_cycle %d", trap.Pages(), pages)
+	}
+	stored, _ := storedBySource(t, prefix, "t")
+	if got, want := kept.get("t", frontier.LimitPages), stored-pages; got != want {
+		t.Errorf("%d URLs counted under max_pages_per_cycle, want the %d stored but not fetched", got, want)
+	}
 }

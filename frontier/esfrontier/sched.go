@@ -129,10 +129,12 @@ type scheduler struct {
 	idleGen  int64
 	idleCyc  uint64
 	changes  atomic.Int64
-	// marking is read-held by each page limit's mark being written (from
-	// the lease that met the limit, under mu, to the write): the cycle is
-	// not found done before they are (pages.go).
-	marking sync.RWMutex
+	// marking counts the page limits' marks being written (from the lease
+	// that met the limit, under mu, to the note): the cycle is not found
+	// done before they are (pages.go).
+	marking int
+	// onHoldBack is the tests' view of a page limit holding URLs back.
+	onHoldBack func()
 
 	// pages are the page limits' counts and marks of the cycle (pages.go).
 	pages pageState
@@ -405,9 +407,14 @@ func (q *scheduler) clusterIdle(ctx context.Context) (done, fresh bool, _ error)
 		return q.idleDone, false, nil
 	}
 	s := q.s
-	q.marking.Lock() // once the marks being written are
-	//lint:ignore SA2001 waits for the marks being written, which hold the lock
-	q.marking.Unlock()
+	q.mu.Lock()
+	marking := q.marking
+	q.mu.Unlock()
+	if marking > 0 {
+		// Not done: the cycle's count of what is held back is not in
+		// yet. The mark's end wakes a worker to check again.
+		return false, false, nil
+	}
 	if err := s.refresh(ctx); err != nil {
 		return false, false, err
 	}
@@ -735,6 +742,9 @@ type lease struct {
 	rc       uint64
 	rn       int64
 	reserved bool
+	// marks are the page limits' marks that count what is held back once
+	// its outcome, and the links found with it, are stored.
+	marks []*countdown
 }
 
 var _ frontier.Fenced = (*lease)(nil)
@@ -877,7 +887,7 @@ func (l *lease) Release() {
 	q.mu.Lock()
 	l.h.inflight--
 	q.endPageLocked(l, false)
-	delete(q.leases, l.rec.URL)
+	q.endLeaseLocked(l)
 	if q.parts[l.h.part] {
 		l.h.queue = append([]queued{{rec: l.rec, seq: l.seq, seqNo: l.seqNo, term: l.term, histN: l.histN, dup: l.dup, claim: l.claim}}, l.h.queue...)
 	}
@@ -908,7 +918,7 @@ func (q *scheduler) finish(c *completion, err error) {
 	// fetched again) is stored before Next may find the crawl idle.
 	c.done(err)
 	q.mu.Lock()
-	delete(q.leases, u)
+	q.endLeaseLocked(c.l)
 	q.mu.Unlock()
 	q.signal()
 }
