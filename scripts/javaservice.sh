@@ -112,7 +112,8 @@ fetch_dependencies() {
 		  <dependencies>$deps</dependencies>
 		</project>
 	EOF
-	if ! (cd "$tmp" && mvn -B -q "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime -DoutputDirectory="$tmp/lib" </dev/null >"$out" 2>&1); then
+	# The quick compiler and the serial collector: Maven runs seconds here.
+	if ! (cd "$tmp" && MAVEN_OPTS="${MAVEN_OPTS:-} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" mvn -B -q "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime -DoutputDirectory="$tmp/lib" </dev/null >"$out" 2>&1); then
 		tail -n 20 "$out" >&2
 		rm -rf "$tmp"
 		die "mvn could not fetch $what (output above)"
@@ -136,7 +137,7 @@ compile_source() {
 	log "compiling $source ..."
 	local tmp
 	tmp=$(mktemp -d "$home/.classes.XXXXXX")
-	if ! "$jhome/bin/javac" -nowarn -encoding UTF-8 -cp "$home/lib/*" -d "$tmp" "$source" >&2; then
+	if ! "$jhome/bin/javac" -J-XX:TieredStopAtLevel=1 -nowarn -encoding UTF-8 -cp "$home/lib/*" -d "$tmp" "$source" >&2; then
 		rm -rf "$tmp"
 		die "javac failed on $source (output above)"
 	fi
