@@ -65,6 +65,11 @@ func (rec *recorder) wrap(h http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r)
 		end := time.Now()
+		// The last bytes a handler writes may reach the client, and be all it reads, before the
+		// handler returns: the request ended when they were handed to the connection.
+		if !sw.lastWrite.IsZero() {
+			end = sw.lastWrite
+		}
 		abandoned := false
 		// The request's context ends when the client goes away, or after the
 		// handler returns: ended now, while still in the handler, it went away.
@@ -94,11 +99,13 @@ func (rec *recorder) requests() []request {
 	return append([]request(nil), rec.reqs...)
 }
 
-// statusWriter remembers the status sent and passes flushes on: the drip flushes every byte.
+// statusWriter remembers the status sent and when the last bytes were handed on, and passes
+// flushes on: the drip flushes every byte.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status    int
+	wrote     bool
+	lastWrite time.Time // just before the last Write or Flush passed bytes on
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -110,11 +117,13 @@ func (s *statusWriter) WriteHeader(code int) {
 
 func (s *statusWriter) Write(p []byte) (int, error) {
 	s.wrote = true
+	s.lastWrite = time.Now()
 	return s.ResponseWriter.Write(p)
 }
 
 func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		s.lastWrite = time.Now()
 		f.Flush()
 	}
 }

@@ -171,6 +171,44 @@ func TestRecorderEndsAnAbandonedRequestWhenTheClientLeftNotWhenTheHandlerReturne
 	}
 }
 
+// A client may have all it reads of a response before the handler returns: the crawler's
+// sitemap parser stops at the root element's end, which a large final write hands to the
+// connection at once. A loaded machine can then run the crawler's next request before the
+// server's handler notes its end, and the delay check saw a polite crawler start too soon.
+func TestRecorderEndsARequestBeforeItsLastBytesLeave(t *testing.T) {
+	rec := &recorder{}
+	release := make(chan struct{})
+	body := "<sitemapindex>" + strings.Repeat("<sitemap><loc>http://x.test/a.xml</loc></sitemap>\n", 200) + "</sitemapindex>"
+	// A handler descheduled after its last write: it returns only when the test says so.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(body))
+		<-release
+	})
+	srv := httptest.NewServer(rec.wrap(h))
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/sitemap.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(body))
+	if _, err := io.ReadFull(res.Body, got); err != nil {
+		t.Fatal(err)
+	}
+	read := time.Now()
+	close(release)
+	// The rest (the end of the chunked body) comes once the handler returned.
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	srv.Close() // waits for the handler
+	reqs := rec.requests()
+	if len(reqs) != 1 || reqs[0].Abandoned {
+		t.Fatalf("recorded %+v, want one request seen through", reqs)
+	}
+	if reqs[0].End.After(read) {
+		t.Errorf("recorded the end %v after the client had read the whole body", reqs[0].End.Sub(read))
+	}
+}
+
 func TestSiteAnswers304UntilAPageChangesAndExpectsWhatItServes(t *testing.T) {
 	s := newSite(40, 3)
 	srv := httptest.NewServer(s)
