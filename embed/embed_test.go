@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/internal/embedtest"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 )
@@ -157,7 +156,7 @@ func TestAnOutageOfTheServiceIsToldApartFromRefusals(t *testing.T) {
 // so, as a misconfiguration, naming the endpoint. (That a cluster with
 // machine learning answers is not tested here: docs/semantic.md.)
 func TestAnInferenceEndpointOnAClusterWithoutTheInferenceAPIIsAClearMisconfiguration(t *testing.T) {
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{estest.URL(t)}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{estest.URL(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/provider"
 )
@@ -19,7 +18,7 @@ import (
 func TestCrawlRunsThroughTheElasticsearchStateStore(t *testing.T) {
 	t.Parallel()
 	cfg, out, base := demoIntoFile(t)
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{estest.URL(t)}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{estest.URL(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/monitor"
 	"github.com/crawlspace/crawlspace/provider"
@@ -353,7 +352,7 @@ func TestTheClusterStoreHoldsDeletesAndConfirmDeletesSendsThemBesideARunningProc
 		err = cerr
 	}
 	h.wantConfirmed(t, n, err)
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{h.esURL}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{h.esURL}})
 	if err != nil {
 		t.Fatal(err)
 	}

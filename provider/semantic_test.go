@@ -18,11 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/embed"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/embedtest"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 	"github.com/crawlspace/crawlspace/provider"
@@ -187,7 +186,7 @@ func TestCrawlWithEmbeddingsAnswersQuestionsAndEmbedsOnlyWhatChanged(t *testing.
 // wants the section that answers it among the first five passages.
 func askAll(t *testing.T, esURL, index, embedURL, base string) {
 	t.Helper()
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{esURL}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{esURL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +248,7 @@ func docQueries(t *testing.T, esURL, index, embedURL, base string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{esURL}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{esURL}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/redact"
 )
 
@@ -37,7 +37,7 @@ import (
 // mapping error, another 4xx) is Failed, with Elasticsearch's reason.
 type Elasticsearch struct {
 	cfg      *config.Elasticsearch
-	client   *elasticsearch.Client
+	client   *esclient.Client
 	alias    string
 	physical string
 	onResult func(Result)
@@ -192,7 +192,7 @@ const (
 // request_timeout: a node that answers at all does so at once.
 const connectTimeout = 10 * time.Second
 
-func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.RoundTripper) (*elasticsearch.Client, error) {
+func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.RoundTripper) (*esclient.Client, error) {
 	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, warned about by the caller
 	var err error
 	if tlsCfg.RootCAs, err = cfg.RootCAs(); err != nil {
@@ -209,7 +209,7 @@ func newClient(cfg *config.Elasticsearch, wrap func(http.RoundTripper) http.Roun
 	tr.TLSClientConfig = tlsCfg
 	tr.MaxIdleConnsPerHost = 16
 	rt := wrap(tr)
-	return elasticsearch.NewClient(elasticsearch.Config{
+	return esclient.New(esclient.Config{
 		Addresses: cfg.Addresses,
 		Username:  cfg.Username,
 		Password:  cfg.Password,

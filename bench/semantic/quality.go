@@ -15,10 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/config"
 	"github.com/crawlspace/crawlspace/docfields"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/passage"
 	"github.com/crawlspace/crawlspace/provider"
 	"github.com/crawlspace/crawlspace/rules"
@@ -231,7 +230,7 @@ func qualityCmd(args []string) error {
 	fmt.Fprintf(w, "\nsent: %d requests, %d characters, %d tokens as the model counts them\n", p.Requests, p.Characters, p.Tokens)
 
 	// The questions, each way.
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{c.es}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{c.es}})
 	if err != nil {
 		return err
 	}

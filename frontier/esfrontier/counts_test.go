@@ -9,17 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
 // openReader opens the crawl under prefix read-only, as status does.
 func openReader(t *testing.T, prefix string) *esfrontier.Store {
 	t.Helper()
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{estest.URL(t)}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{estest.URL(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

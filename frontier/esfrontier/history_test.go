@@ -6,16 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 )
 
 func openHistory(t *testing.T, history int) *esfrontier.Store {
 	t.Helper()
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{estest.URL(t)}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{estest.URL(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
 	"github.com/crawlspace/crawlspace/internal/crawltest"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/fakeclock"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
@@ -35,7 +34,7 @@ func openVia(t *testing.T, addr, prefix, node string, ttl time.Duration) *esfron
 func openWith(t *testing.T, addr string, opt esfrontier.Options) *esfrontier.Store {
 	t.Helper()
 	// As the crawl's client (sink.Client): no retries of its own.
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true})
+	es, err := esclient.New(esclient.Config{Addresses: []string{addr}, DisableRetry: true})
 	if err != nil {
 		t.Fatal(err)
 	}

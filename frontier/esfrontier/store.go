@@ -37,16 +37,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/frontier"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/urlnorm"
 )
 
 // Options configure Open.
 type Options struct {
 	// Client reaches the cluster holding the state indices.
-	Client *elasticsearch.Client
+	Client *esclient.Client
 	// Prefix names the indices: Prefix-urls, Prefix-links, Prefix-meta.
 	Prefix string
 	// Node names this process in leases and in status; it must be unique
@@ -99,7 +98,7 @@ const refreshInterval = "1s"
 
 // Store is the Elasticsearch frontier. Its methods are safe for concurrent use.
 type Store struct {
-	es       *elasticsearch.Client
+	es       *esclient.Client
 	urls     string
 	links    string
 	meta     string

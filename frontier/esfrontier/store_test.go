@@ -7,17 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/crawlspace/crawlspace/frontier"
 	"github.com/crawlspace/crawlspace/frontier/esfrontier"
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/estest"
 	"github.com/crawlspace/crawlspace/internal/faultproxy"
 )
 
 func open(t *testing.T, prefix, node string, ttl time.Duration) *esfrontier.Store {
 	t.Helper()
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{estest.URL(t)}})
+	es, err := esclient.New(esclient.Config{Addresses: []string{estest.URL(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
+	"github.com/crawlspace/crawlspace/internal/esclient"
 	"github.com/crawlspace/crawlspace/internal/servicetest"
 )
 
@@ -74,9 +73,9 @@ func URL(t testing.TB) string {
 }
 
 // Client returns a go-elasticsearch client for the node, as URL decides.
-func Client(t testing.TB) *elasticsearch.Client {
+func Client(t testing.TB) *esclient.Client {
 	t.Helper()
-	c, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{URL(t)}})
+	c, err := esclient.New(esclient.Config{Addresses: []string{URL(t)}})
 	if err != nil {
 		t.Fatalf("elasticsearch client: %v", err)
 	}

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/crawlspace/crawlspace/internal/esclient"
 )
 
 // validName is stricter than Elasticsearch's rules (lower case, no \ / * ? " < > | space , #,
@@ -98,7 +99,7 @@ func TestProbeReportsANodeThatIsNotListening(t *testing.T) {
 	}
 }
 
-func createIndex(t *testing.T, es *elasticsearch.Client, name, body string) {
+func createIndex(t *testing.T, es *esclient.Client, name, body string) {
 	t.Helper()
 	opts := []func(*esapi.IndicesCreateRequest){es.Indices.Create.WithContext(context.Background())}
 	if body != "" {
