@@ -74,6 +74,3 @@ func FormatTypes() []string {
 // layers and reports read the time from it. Call it before c's first
 // Crawl.
 func SetClock(c *Crawler, now func() time.Time) { c.clock.Store(&now) }
-
-// PDFCacheDir is where the crawler's PDF reader keeps PDFium's compiled code.
-func PDFCacheDir() string { return pdfCacheDir() }

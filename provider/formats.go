@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -93,17 +91,7 @@ func officeFormat(k office.Kind) Format {
 // compiled code is kept in the user's cache directory, so a later process
 // starts reading PDFs in a tenth of a second instead of seconds.
 func newPDF(*config.Config) (document.Reader, error) {
-	return pdf.NewReader(pdf.Config{CacheDir: pdfCacheDir()}), nil
-}
-
-// pdfCacheDir is where PDFium's compiled code is kept: empty (a temporary directory per reader)
-// where there is no user cache directory.
-func pdfCacheDir() string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(base, "crawlspace", "pdfium")
+	return pdf.NewReader(pdf.Config{CacheDir: pdf.DefaultCacheDir()}), nil
 }
 
 // isPDF finds the %PDF- header where readers look for it: within the first

@@ -21,6 +21,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/crawlspace/crawlspace/document/pdf"
+	"github.com/crawlspace/crawlspace/internal/pdftest"
 	"github.com/crawlspace/crawlspace/internal/tmpfs"
 )
 
@@ -39,6 +40,8 @@ func TestMain(m *testing.M) {
 		tuneGC()
 		os.Exit(dispatch(args))
 	}
+	// The commands these tests run read PDFs in workers that are this binary too.
+	pdftest.Warm()
 	os.Exit(m.Run())
 }
 

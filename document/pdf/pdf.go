@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -43,6 +45,17 @@ type Config struct {
 	// Instances bounds the worker processes, each reading one PDF at a
 	// time; more Reads wait. Zero means GOMAXPROCS.
 	Instances int
+}
+
+// DefaultCacheDir is where a program keeps PDFium's compiled code for its
+// later processes: crawlspace/pdfium in the user's cache directory, or
+// empty (a temporary directory per Reader) where there is none.
+func DefaultCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(base, "crawlspace", "pdfium")
 }
 
 // sandbox runs PDFium in this process; a worker process reads with one.

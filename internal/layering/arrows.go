@@ -76,6 +76,7 @@ var arrows = []arrow{
 	{"internal/hostile", nil, false},
 	{"internal/layering", nil, false},
 	{"internal/packaging", nil, false},
+	{"internal/pdftest", []string{"document", "document/pdf"}, false},
 	{"internal/proctest", nil, false},
 	{"internal/servicetest", nil, false},
 	{"internal/tikatest", []string{"internal/servicetest"}, false},
