@@ -14,6 +14,9 @@
 readonly EXIT_MISSING_TOOL=3
 # Pinned: Maven's default dependency plugin (2.8) is older than the flags used here.
 readonly DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# The quick compiler alone and the serial collector, for the JVMs that run seconds here (Maven,
+# javac): the optimizing compiler's work would not pay off.
+readonly QUICK_JVM="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 log() { printf '%s: %s\n' "$SERVICE" "$*" >&2; }
 die() {
@@ -112,8 +115,7 @@ fetch_dependencies() {
 		  <dependencies>$deps</dependencies>
 		</project>
 	EOF
-	# The quick compiler and the serial collector: Maven runs seconds here.
-	if ! (cd "$tmp" && MAVEN_OPTS="${MAVEN_OPTS:-} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" mvn -B -q "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime -DoutputDirectory="$tmp/lib" </dev/null >"$out" 2>&1); then
+	if ! (cd "$tmp" && MAVEN_OPTS="${MAVEN_OPTS:-} $QUICK_JVM" mvn -B -q "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime -DoutputDirectory="$tmp/lib" </dev/null >"$out" 2>&1); then
 		tail -n 20 "$out" >&2
 		rm -rf "$tmp"
 		die "mvn could not fetch $what (output above)"

@@ -95,3 +95,41 @@ func TestDisableRetryLeavesUnavailableToTheCaller(t *testing.T) {
 		}
 	}
 }
+
+// ELASTIC_CLIENT_APIVERSIONING=true asks for version 8's API of a newer node, as go-elasticsearch
+// asks for it: the Accept header and, on a request with a body, the Content-Type.
+func TestTheCompatibilityHeaderIsSentWhenTheEnvironmentAsksForIt(t *testing.T) {
+	var got atomic.Pointer[http.Request]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r)
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	for _, on := range []bool{false, true} {
+		if on {
+			t.Setenv("ELASTIC_CLIENT_APIVERSIONING", "true")
+		}
+		c, err := New(Config{Addresses: []string{srv.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Search(c.Search.WithBody(strings.NewReader(`{}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		r := got.Load()
+		accept, ctype := r.Header.Get("Accept"), r.Header.Get("Content-Type")
+		compat := accept == compatibilityHeader && ctype == compatibilityHeader
+		if compat != on {
+			t.Errorf("ELASTIC_CLIENT_APIVERSIONING set %v: Accept %q, Content-Type %q", on, accept, ctype)
+		}
+	}
+}
+
+func TestAClientNeedsAnAddress(t *testing.T) {
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "no address") {
+		t.Fatalf("New without an address: %v, want an error saying so", err)
+	}
+}

@@ -72,7 +72,7 @@ func URL(t testing.TB) string {
 	return probedURL
 }
 
-// Client returns a go-elasticsearch client for the node, as URL decides.
+// Client returns a client (go-elasticsearch's esapi, through esclient) for the node, as URL decides.
 func Client(t testing.TB) *esclient.Client {
 	t.Helper()
 	c, err := esclient.New(esclient.Config{Addresses: []string{URL(t)}})
