@@ -14,6 +14,7 @@ import (
 
 	"github.com/crawlspace/crawlspace/internal/crawltest"
 	"github.com/crawlspace/crawlspace/internal/estest"
+	"github.com/crawlspace/crawlspace/internal/faultproxy"
 	"github.com/crawlspace/crawlspace/provider"
 )
 
@@ -38,7 +39,11 @@ func TestDuplicatesOnHostsOfTwoProcessesAreOneDocument(t *testing.T) {
 		}
 		return strings.Compare(a, b)
 	})
-	config := func(node string) string {
+	// b talks to the node through a proxy that passes every request, so
+	// that the test can check b's view of the leases at each of b's
+	// requests instead of polling on a period.
+	proxy := estest.Proxy(t)
+	config := func(node, addr string) string {
 		return fmt.Sprintf(`
 elasticsearch: {addresses: [%q], index: %s, replicas: 0}
 cluster: {state_index: %s-state, node_name: %s, partitions: 8, lease_ttl: 5s}
@@ -46,7 +51,7 @@ allow_private_networks: true
 sources:
   - name: site
     start_urls: [%s]
-`, esURL, index, index, node, strings.Join(starts, ", "))
+`, addr, index, index, node, strings.Join(starts, ", "))
 	}
 	var (
 		wg      sync.WaitGroup
@@ -57,7 +62,11 @@ sources:
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var crawlers []*provider.Crawler
 	for _, node := range []string{"a", "b"} {
-		crawlers = append(crawlers, crawltest.NewLogged(t, crawltest.Config(t, config(node)), log.With("node", node)))
+		addr := esURL
+		if node == "b" {
+			addr = proxy.URL
+		}
+		crawlers = append(crawlers, crawltest.NewLogged(t, crawltest.Config(t, config(node, addr)), log.With("node", node)))
 	}
 	// The alias points at the index the crawlers opened before they crawl:
 	// two sinks publishing a new alias at once is the sink's race (fixed
@@ -72,19 +81,19 @@ sources:
 		}
 		res.Body.Close()
 	}
-	// Each holds half the partitions before the crawl starts.
-	for {
-		v := crawlers[1].Cluster().Cluster()
-		held := map[string]int{}
-		for _, h := range v.Holders {
+	// Each holds half the partitions before the crawl starts: checked
+	// again at each of b's requests, its lease rounds among them.
+	held := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := proxy.Await(ctx, func(faultproxy.Stats) bool {
+		clear(held)
+		for _, h := range crawlers[1].Cluster().Cluster().Holders {
 			held[h]++
 		}
-		if held["a"] == 4 && held["b"] == 4 {
-			break
-		}
-		// The partitions move on the store's lease rounds, real time
-		// against Elasticsearch, with no event to wait on.
-		time.Sleep(100 * time.Millisecond)
+		return held["a"] == 4 && held["b"] == 4
+	}); err != nil {
+		t.Fatalf("b sees holders %v, want 4 partitions each: %v", held, err)
 	}
 	for i, c := range crawlers {
 		wg.Add(1)
