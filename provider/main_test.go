@@ -12,6 +12,6 @@ import (
 // the crawler's cache before any test reads a PDF (pdftest.Warm says why).
 func TestMain(m *testing.M) {
 	pdf.Worker()
-	pdftest.Warm()
+	pdftest.Warm(pdf.DefaultCacheDir())
 	os.Exit(m.Run())
 }

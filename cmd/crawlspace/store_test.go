@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(dispatch(args))
 	}
 	// The commands these tests run read PDFs in workers that are this binary too.
-	pdftest.Warm()
+	pdftest.Warm(pdf.DefaultCacheDir())
 	os.Exit(m.Run())
 }
 

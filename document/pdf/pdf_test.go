@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -26,7 +25,7 @@ import (
 
 // reader is shared: compiling PDFium takes seconds of CPU, once, and the
 // cache keeps it for the next run and for the fuzzer's workers.
-var reader = NewReader(Config{CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+var reader = NewReader(Config{CacheDir: testCache})
 
 func read(t testing.TB, name string) []byte {
 	t.Helper()
@@ -397,7 +396,7 @@ func TestReadPastMemoryLimitIsTooLarge(t *testing.T) {
 func TestReadConcurrentlyWithFewerInstancesThanReads(t *testing.T) {
 	// The shared cache: without it each of the two workers compiles PDFium again, which under the
 	// race detector took most of the package's time.
-	r := NewReader(Config{Instances: 2, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	r := NewReader(Config{Instances: 2, CacheDir: testCache})
 	defer r.Close()
 	files := []string{"cnfsat.pdf", "users-and-groups.pdf", "amc.ja.pdf", "live-manual.de.pdf"}
 	want := map[string]string{}
@@ -501,7 +500,7 @@ func TestNewReaderCompilesNothingBeforeTheFirstPDF(t *testing.T) {
 }
 
 func TestReadsCancelledWhileOthersRunLeaveTheReaderWorking(t *testing.T) {
-	r := NewReader(Config{Instances: 2, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	r := NewReader(Config{Instances: 2, CacheDir: testCache})
 	defer r.Close()
 	data, small := big(), read(t, "cnfsat.pdf")
 	var wg sync.WaitGroup
@@ -546,7 +545,7 @@ func TestCloseKillsAndReapsEveryWorker(t *testing.T) {
 	if _, err := os.Stat("/proc/self"); err != nil {
 		t.Skip("no /proc")
 	}
-	r := NewReader(Config{Instances: 2, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	r := NewReader(Config{Instances: 2, CacheDir: testCache})
 	small := read(t, "cnfsat.pdf")
 	var wg sync.WaitGroup
 	for range 2 {
@@ -594,7 +593,7 @@ func TestWorkerExitsWhenItsInputCloses(t *testing.T) {
 }
 
 func TestWorkerDyingMidReadIsCorruptAndReplaced(t *testing.T) {
-	r := NewReader(Config{Instances: 1, CacheDir: filepath.Join(os.TempDir(), "crawlspace-pdfium-test-cache")})
+	r := NewReader(Config{Instances: 1, CacheDir: testCache})
 	defer r.Close()
 	small := read(t, "cnfsat.pdf")
 	if _, err := r.Read(context.Background(), small, document.Limits{}); err != nil {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pdftest
+
+const raceEnabled = false
