@@ -29,13 +29,7 @@ func TestAServerThatIsNotElasticsearchIsRefused(t *testing.T) {
 // Each request carries go-elasticsearch's headers and the configured credentials: the API key
 // over a username and password, the address's own credentials over the configured ones.
 func TestRequestsCarryTheClientsHeadersAndCredentials(t *testing.T) {
-	var got atomic.Pointer[http.Request]
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Store(r)
-		w.Header().Set("X-Elastic-Product", "Elasticsearch")
-		w.Write([]byte(`{}`))
-	}))
-	defer srv.Close()
+	srv, got := recordingNode(t)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -99,13 +93,7 @@ func TestDisableRetryLeavesUnavailableToTheCaller(t *testing.T) {
 // ELASTIC_CLIENT_APIVERSIONING=true asks for version 8's API of a newer node, as go-elasticsearch
 // asks for it: the Accept header and, on a request with a body, the Content-Type.
 func TestTheCompatibilityHeaderIsSentWhenTheEnvironmentAsksForIt(t *testing.T) {
-	var got atomic.Pointer[http.Request]
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Store(r)
-		w.Header().Set("X-Elastic-Product", "Elasticsearch")
-		w.Write([]byte(`{}`))
-	}))
-	defer srv.Close()
+	srv, got := recordingNode(t)
 	for _, on := range []bool{false, true} {
 		if on {
 			t.Setenv("ELASTIC_CLIENT_APIVERSIONING", "true")
@@ -126,6 +114,19 @@ func TestTheCompatibilityHeaderIsSentWhenTheEnvironmentAsksForIt(t *testing.T) {
 			t.Errorf("ELASTIC_CLIENT_APIVERSIONING set %v: Accept %q, Content-Type %q", on, accept, ctype)
 		}
 	}
+}
+
+// recordingNode serves as an Elasticsearch node answering {} to everything, and keeps the last
+// request it received; it is closed when the test ends.
+func recordingNode(t *testing.T) (*httptest.Server, *atomic.Pointer[http.Request]) {
+	var got atomic.Pointer[http.Request]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r)
+		w.Header().Set("X-Elastic-Product", "Elasticsearch")
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &got
 }
 
 func TestAClientNeedsAnAddress(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 //
 // The compile runs in a helper (package warm) that go build makes in the test build's
 // configuration less the race detector: wazero's compiler instrumented for races took 38
-// CPU-seconds for PDFium where the helper takes about 4. wazero keeps compiled code per wazero
+// CPU-seconds for PDFium where the helper takes about 5. wazero keeps compiled code per wazero
 // version as its module reads it from the binary's build information, which a test binary of a
 // package that is not main lacks ("dev"), so the helper is linked with the caller's. Test
 // binaries that warm the same directory at the same moment take turns on a lock file in it. It

@@ -3,6 +3,7 @@ package pdftest_test
 import (
 	"context"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func TestWarmCompilesWhatTheCallersWorkersRead(t *testing.T) {
 	if err != nil || c.Pages != 6 {
 		t.Fatalf("read after Warm: %v", err)
 	}
-	if after := files(t, dir); !equal(before, after) {
+	if after := files(t, dir); !maps.EqualFunc(before, after, time.Time.Equal) {
 		t.Errorf("the worker wrote to the cache Warm had filled: before %v, after %v", before, after)
 	}
 }
@@ -63,16 +64,4 @@ func files(t *testing.T, dir string) map[string]time.Time {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func equal(a, b map[string]time.Time) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !w.Equal(v) {
-			return false
-		}
-	}
-	return true
 }
